@@ -1,0 +1,204 @@
+package records
+
+// AppState is YARN's YarnApplicationState.
+type AppState string
+
+const (
+	AppNew       AppState = "NEW"
+	AppNewSaving AppState = "NEW_SAVING"
+	AppSubmitted AppState = "SUBMITTED"
+	AppAccepted  AppState = "ACCEPTED"
+	AppRunning   AppState = "RUNNING"
+	AppFinished  AppState = "FINISHED"
+	AppFailed    AppState = "FAILED"
+	AppKilled    AppState = "KILLED"
+)
+
+// AllAppStates lists the states in YARN's enum order.
+var AllAppStates = []AppState{AppNew, AppNewSaving, AppSubmitted, AppAccepted, AppRunning, AppFinished, AppFailed, AppKilled}
+
+// Terminal reports whether no further transition can happen.
+func (s AppState) Terminal() bool { return s == AppFinished || s == AppFailed || s == AppKilled }
+
+// FinalStatus is YARN's FinalApplicationStatus.
+type FinalStatus string
+
+const (
+	FinalUndefined FinalStatus = "UNDEFINED"
+	FinalSucceeded FinalStatus = "SUCCEEDED"
+	FinalFailed    FinalStatus = "FAILED"
+	FinalKilled    FinalStatus = "KILLED"
+	FinalEnded     FinalStatus = "ENDED"
+)
+
+// AttemptState is YARN's YarnApplicationAttemptState.
+type AttemptState string
+
+const (
+	AttemptNew             AttemptState = "NEW"
+	AttemptSubmitted       AttemptState = "SUBMITTED"
+	AttemptScheduled       AttemptState = "SCHEDULED"
+	AttemptAllocatedSaving AttemptState = "ALLOCATED_SAVING"
+	AttemptAllocated       AttemptState = "ALLOCATED"
+	AttemptLaunched        AttemptState = "LAUNCHED"
+	AttemptFailed          AttemptState = "FAILED"
+	AttemptRunning         AttemptState = "RUNNING"
+	AttemptFinishing       AttemptState = "FINISHING"
+	AttemptFinished        AttemptState = "FINISHED"
+	AttemptKilled          AttemptState = "KILLED"
+)
+
+// ContainerState is YARN's ContainerState.
+type ContainerState string
+
+const (
+	ContainerNew      ContainerState = "NEW"
+	ContainerRunning  ContainerState = "RUNNING"
+	ContainerComplete ContainerState = "COMPLETE"
+)
+
+// NodeState is YARN's NodeState.
+type NodeState string
+
+const (
+	NodeNew             NodeState = "NEW"
+	NodeRunning         NodeState = "RUNNING"
+	NodeUnhealthy       NodeState = "UNHEALTHY"
+	NodeDecommissioned  NodeState = "DECOMMISSIONED"
+	NodeLost            NodeState = "LOST"
+	NodeRebooted        NodeState = "REBOOTED"
+	NodeDecommissioning NodeState = "DECOMMISSIONING"
+	NodeShutdown        NodeState = "SHUTDOWN"
+)
+
+// Resource is an amount of memory (MiB) and virtual cores.
+type Resource struct {
+	MemoryMB int64 `json:"memoryMB"`
+	VCores   int32 `json:"vCores"`
+}
+
+// Add returns r+o.
+func (r Resource) Add(o Resource) Resource {
+	return Resource{MemoryMB: r.MemoryMB + o.MemoryMB, VCores: r.VCores + o.VCores}
+}
+
+// Fits reports whether r fits within limit in every dimension.
+func (r Resource) Fits(limit Resource) bool {
+	return r.MemoryMB <= limit.MemoryMB && r.VCores <= limit.VCores
+}
+
+// Application is one YARN application. Stored values are never mutated:
+// writers copy, change and insert.
+type Application struct {
+	ID          ApplicationID `json:"id"`
+	Name        string        `json:"name"`
+	User        string        `json:"user"`
+	Queue       string        `json:"queue"`
+	Type        string        `json:"type"`
+	Tags        []string      `json:"tags,omitempty"`
+	Priority    int32         `json:"priority"`
+	State       AppState      `json:"state"`
+	FinalStatus FinalStatus   `json:"finalStatus"`
+	Diagnostics string        `json:"diagnostics,omitempty"`
+	// Times are milliseconds since the epoch, as YARN reports them.
+	SubmitTime int64 `json:"submitTime"`
+	StartTime  int64 `json:"startTime"`
+	LaunchTime int64 `json:"launchTime,omitempty"`
+	FinishTime int64 `json:"finishTime,omitempty"`
+
+	AMResource     Resource `json:"amResource"`
+	MaxAttempts    int32    `json:"maxAttempts"`
+	UnmanagedAM    bool     `json:"unmanagedAM,omitempty"`
+	KeepContainers bool     `json:"keepContainers,omitempty"`
+	// CurrentAttempt is the id of the latest attempt, 0 before the first.
+	CurrentAttempt int32 `json:"currentAttempt,omitempty"`
+
+	Host                string  `json:"host,omitempty"`
+	RPCPort             int32   `json:"rpcPort,omitempty"`
+	TrackingURL         string  `json:"trackingURL,omitempty"`
+	OriginalTrackingURL string  `json:"originalTrackingURL,omitempty"`
+	Progress            float32 `json:"progress,omitempty"`
+
+	// SubmissionContext is the client's ApplicationSubmissionContextProto as
+	// it arrived, kept whole for launching the AM.
+	SubmissionContext []byte `json:"submissionContext,omitempty"`
+}
+
+// Key is the application's primary key in the store.
+func (a *Application) Key() string { return a.ID.String() }
+
+// Attempt is one attempt at running an application's AM.
+type Attempt struct {
+	ID                  AttemptID    `json:"id"`
+	State               AttemptState `json:"state"`
+	AMContainer         string       `json:"amContainer,omitempty"`
+	Host                string       `json:"host,omitempty"`
+	RPCPort             int32        `json:"rpcPort,omitempty"`
+	TrackingURL         string       `json:"trackingURL,omitempty"`
+	OriginalTrackingURL string       `json:"originalTrackingURL,omitempty"`
+	Diagnostics         string       `json:"diagnostics,omitempty"`
+	FinalStatus         FinalStatus  `json:"finalStatus"`
+	StartTime           int64        `json:"startTime"`
+	FinishTime          int64        `json:"finishTime,omitempty"`
+}
+
+// Key is the attempt's primary key in the store.
+func (a *Attempt) Key() string { return a.ID.String() }
+
+// Container is one allocated container.
+type Container struct {
+	ID          ContainerID    `json:"id"`
+	Node        string         `json:"node"`
+	NodeHTTP    string         `json:"nodeHTTP,omitempty"`
+	Resource    Resource       `json:"resource"`
+	Priority    int32          `json:"priority"`
+	State       ContainerState `json:"state"`
+	ExitStatus  int32          `json:"exitStatus"`
+	Diagnostics string         `json:"diagnostics,omitempty"`
+	StartTime   int64          `json:"startTime"`
+	FinishTime  int64          `json:"finishTime,omitempty"`
+	LogURL      string         `json:"logURL,omitempty"`
+}
+
+// Key is the container's primary key in the store.
+func (c *Container) Key() string { return c.ID.String() }
+
+// Node is a node that can run containers, named host:port as a NodeId.
+type Node struct {
+	ID               string    `json:"id"`
+	Host             string    `json:"host"`
+	Port             int32     `json:"port"`
+	Rack             string    `json:"rack"`
+	HTTPAddress      string    `json:"httpAddress"`
+	State            NodeState `json:"state"`
+	Capability       Resource  `json:"capability"`
+	Used             Resource  `json:"used"`
+	NumContainers    int32     `json:"numContainers"`
+	HealthReport     string    `json:"healthReport,omitempty"`
+	LastHealthUpdate int64     `json:"lastHealthUpdate"`
+	Labels           []string  `json:"labels,omitempty"`
+}
+
+// Key is the node's primary key in the store.
+func (n *Node) Key() string { return n.ID }
+
+// Queue is one queue of the scheduler's tree as the YARN views show it.
+type Queue struct {
+	// Name is the leaf name ("default"); Path the full name ("root.default").
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Parent string `json:"parent,omitempty"`
+	// Children are the paths of the child queues; a leaf has none.
+	Children []string `json:"children,omitempty"`
+	State    string   `json:"state"`
+	// Capacity and MaxCapacity are percentages of the parent, as in the
+	// CapacityScheduler.
+	Capacity    float32 `json:"capacity"`
+	MaxCapacity float32 `json:"maxCapacity"`
+	// SubmitACL and AdminACL are YARN ACL strings ("*", "user1,user2 group1", " ").
+	SubmitACL string `json:"submitACL"`
+	AdminACL  string `json:"adminACL"`
+}
+
+// Leaf reports whether applications can be submitted to the queue.
+func (q *Queue) Leaf() bool { return len(q.Children) == 0 }

@@ -1,0 +1,343 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+)
+
+// Op is one durable change: a record's new encoding, or its deletion when
+// Value is nil.
+type Op struct {
+	Table, Key string
+	Value      []byte
+}
+
+// Durable persists the durable tables. Commit must be atomic and on stable
+// storage when it returns.
+type Durable interface {
+	// Load calls fn for every stored record.
+	Load(fn func(table, key string, value []byte) error) error
+	Commit(ops []Op) error
+	Close() error
+}
+
+// Store holds the ResourceManager's state.
+type Store struct {
+	db      *memdb.MemDB
+	durable Durable
+	// writeMu makes the durable commit and the memdb commit one step, so
+	// the order of durable writes is the order readers observe.
+	writeMu sync.Mutex
+}
+
+// Open builds a store from what durable holds.
+func Open(durable Durable) (*Store, error) {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return nil, fmt.Errorf("state: schema: %w", err)
+	}
+	s := &Store{db: db, durable: durable}
+	tx := db.Txn(true)
+	defer tx.Abort()
+	err = durable.Load(func(table, key string, value []byte) error {
+		newObj, ok := durableTables[table]
+		if !ok {
+			return fmt.Errorf("state: stored record %s/%s: unknown table", table, key)
+		}
+		obj := newObj()
+		if err := json.Unmarshal(value, obj); err != nil {
+			return fmt.Errorf("state: stored record %s/%s: %w", table, key, err)
+		}
+		return tx.Insert(table, obj)
+	})
+	if err != nil {
+		return nil, err
+	}
+	tx.Commit()
+	return s, nil
+}
+
+// Close closes the durable backend.
+func (s *Store) Close() error { return s.durable.Close() }
+
+// Snapshot returns a consistent read-only view. It never blocks writers.
+func (s *Store) Snapshot() *Snapshot {
+	return &Snapshot{reader{tx: s.db.Txn(false)}}
+}
+
+// Update runs fn in the single write transaction. The changes become
+// visible, and Update returns nil, only once they are durable; if fn or the
+// durable commit fails, nothing changes.
+func (s *Store) Update(fn func(*WriteTxn) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	w := &WriteTxn{reader: reader{tx: s.db.Txn(true)}}
+	defer w.tx.Abort()
+	if err := fn(w); err != nil {
+		return err
+	}
+	if len(w.ops) > 0 {
+		if err := s.durable.Commit(w.ops); err != nil {
+			return fmt.Errorf("state: persist: %w", err)
+		}
+	}
+	w.tx.Commit()
+	return nil
+}
+
+// Snapshot is a point-in-time view of the store. Records it returns are
+// shared and must not be modified.
+type Snapshot struct{ reader }
+
+// WriteTxn is the write transaction Update hands out. It reads its own
+// writes.
+type WriteTxn struct {
+	reader
+	ops []Op
+}
+
+func (w *WriteTxn) put(table, key string, obj any) error {
+	if err := w.tx.Insert(table, obj); err != nil {
+		return fmt.Errorf("state: insert %s/%s: %w", table, key, err)
+	}
+	if _, ok := durableTables[table]; ok {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("state: encode %s/%s: %w", table, key, err)
+		}
+		w.ops = append(w.ops, Op{Table: table, Key: key, Value: b})
+	}
+	return nil
+}
+
+func (w *WriteTxn) delete(table, key string) error {
+	obj, err := w.tx.First(table, "id", key)
+	if err != nil || obj == nil {
+		return err
+	}
+	if err := w.tx.Delete(table, obj); err != nil {
+		return fmt.Errorf("state: delete %s/%s: %w", table, key, err)
+	}
+	if _, ok := durableTables[table]; ok {
+		w.ops = append(w.ops, Op{Table: table, Key: key})
+	}
+	return nil
+}
+
+// PutApplication inserts or replaces an application. Pass a fresh copy:
+// stored records are shared with readers.
+func (w *WriteTxn) PutApplication(a *records.Application) error {
+	return w.put(TableApplications, a.Key(), a)
+}
+
+// PutAttempt inserts or replaces an attempt.
+func (w *WriteTxn) PutAttempt(a *records.Attempt) error { return w.put(TableAttempts, a.Key(), a) }
+
+// PutContainer inserts or replaces a container.
+func (w *WriteTxn) PutContainer(c *records.Container) error {
+	return w.put(TableContainers, c.Key(), c)
+}
+
+// PutNode inserts or replaces a node.
+func (w *WriteTxn) PutNode(n *records.Node) error { return w.put(TableNodes, n.Key(), n) }
+
+// DeleteNode removes a node.
+func (w *WriteTxn) DeleteNode(id string) error { return w.delete(TableNodes, id) }
+
+// DeleteApplication removes an application with its attempts and
+// containers (retention of finished applications).
+func (w *WriteTxn) DeleteApplication(id records.ApplicationID) error {
+	key := id.String()
+	for _, c := range w.ContainersOfApp(id) {
+		if err := w.delete(TableContainers, c.Key()); err != nil {
+			return err
+		}
+	}
+	for _, a := range w.AttemptsOf(id) {
+		if err := w.delete(TableAttempts, a.Key()); err != nil {
+			return err
+		}
+	}
+	return w.delete(TableApplications, key)
+}
+
+// reader holds the queries shared by snapshots and write transactions.
+type reader struct{ tx *memdb.Txn }
+
+func first[T any](r reader, table, index, key string) *T {
+	obj, err := r.tx.First(table, index, key)
+	if err != nil || obj == nil {
+		return nil
+	}
+	return obj.(*T)
+}
+
+func all[T any](r reader, table, index string, args ...any) []*T {
+	it, err := r.tx.Get(table, index, args...)
+	if err != nil {
+		return nil
+	}
+	var out []*T
+	for obj := it.Next(); obj != nil; obj = it.Next() {
+		out = append(out, obj.(*T))
+	}
+	return out
+}
+
+// Application returns the application with the given id, or nil.
+func (r reader) Application(id records.ApplicationID) *records.Application {
+	return first[records.Application](r, TableApplications, "id", id.String())
+}
+
+// ApplicationFilter selects applications as YARN's GetApplicationsRequest
+// and the REST /apps query do. Empty fields do not filter; within a field
+// any value matches. Types and tags match case-insensitively.
+type ApplicationFilter struct {
+	States                     []records.AppState
+	Queues, Users              []string
+	Types, Tags                []string
+	Name                       string
+	StartedBegin, StartedEnd   int64
+	FinishedBegin, FinishedEnd int64
+	// Limit keeps the first Limit matches in id order; 0 keeps all.
+	Limit int
+}
+
+// Applications returns the matching applications in id order.
+func (r reader) Applications(f ApplicationFilter) []*records.Application {
+	// Walk the most selective index the filter names, then check the rest.
+	var candidates []*records.Application
+	switch {
+	case len(f.States) > 0:
+		for _, s := range f.States {
+			candidates = append(candidates, all[records.Application](r, TableApplications, "state", string(s))...)
+		}
+	case len(f.Queues) > 0:
+		for _, q := range f.Queues {
+			candidates = append(candidates, all[records.Application](r, TableApplications, "queue", q)...)
+		}
+	case len(f.Users) > 0:
+		for _, u := range f.Users {
+			candidates = append(candidates, all[records.Application](r, TableApplications, "user", u)...)
+		}
+	default:
+		candidates = all[records.Application](r, TableApplications, "id")
+	}
+	out := candidates[:0:0]
+	for _, a := range candidates {
+		if f.matches(a) {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *records.Application) int {
+		if c := compareInt(a.ID.ClusterTimestamp, b.ID.ClusterTimestamp); c != 0 {
+			return c
+		}
+		return compareInt(int64(a.ID.ID), int64(b.ID.ID))
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out
+}
+
+func (f ApplicationFilter) matches(a *records.Application) bool {
+	if len(f.States) > 0 && !slices.Contains(f.States, a.State) {
+		return false
+	}
+	if len(f.Queues) > 0 && !slices.Contains(f.Queues, a.Queue) {
+		return false
+	}
+	if len(f.Users) > 0 && !slices.Contains(f.Users, a.User) {
+		return false
+	}
+	if len(f.Types) > 0 && !slices.ContainsFunc(f.Types, func(t string) bool { return strings.EqualFold(t, a.Type) }) {
+		return false
+	}
+	if len(f.Tags) > 0 && !slices.ContainsFunc(f.Tags, func(t string) bool {
+		return slices.ContainsFunc(a.Tags, func(at string) bool { return strings.EqualFold(t, at) })
+	}) {
+		return false
+	}
+	if f.Name != "" && f.Name != a.Name {
+		return false
+	}
+	if f.StartedBegin > 0 && a.StartTime < f.StartedBegin || f.StartedEnd > 0 && a.StartTime > f.StartedEnd {
+		return false
+	}
+	if f.FinishedBegin > 0 && (a.FinishTime == 0 || a.FinishTime < f.FinishedBegin) ||
+		f.FinishedEnd > 0 && (a.FinishTime == 0 || a.FinishTime > f.FinishedEnd) {
+		return false
+	}
+	return true
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Attempt returns the attempt with the given id, or nil.
+func (r reader) Attempt(id records.AttemptID) *records.Attempt {
+	return first[records.Attempt](r, TableAttempts, "id", id.String())
+}
+
+// AttemptsOf returns an application's attempts in id order.
+func (r reader) AttemptsOf(app records.ApplicationID) []*records.Attempt {
+	out := all[records.Attempt](r, TableAttempts, "app", app.String())
+	slices.SortFunc(out, func(a, b *records.Attempt) int { return compareInt(int64(a.ID.ID), int64(b.ID.ID)) })
+	return out
+}
+
+// Container returns the container with the given id, or nil.
+func (r reader) Container(id records.ContainerID) *records.Container {
+	return first[records.Container](r, TableContainers, "id", id.String())
+}
+
+// ContainersOfAttempt returns an attempt's containers in id order.
+func (r reader) ContainersOfAttempt(id records.AttemptID) []*records.Container {
+	return sortContainers(all[records.Container](r, TableContainers, "attempt", id.String()))
+}
+
+// ContainersOfApp returns all containers of an application in id order.
+func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
+	return sortContainers(all[records.Container](r, TableContainers, "app", id.String()))
+}
+
+func sortContainers(cs []*records.Container) []*records.Container {
+	slices.SortFunc(cs, func(a, b *records.Container) int {
+		if c := compareInt(int64(a.ID.Attempt.ID), int64(b.ID.Attempt.ID)); c != 0 {
+			return c
+		}
+		return compareInt(a.ID.ID, b.ID.ID)
+	})
+	return cs
+}
+
+// Node returns the node with the given id, or nil.
+func (r reader) Node(id string) *records.Node { return first[records.Node](r, TableNodes, "id", id) }
+
+// Nodes returns the nodes in the given states (all when none), by id.
+func (r reader) Nodes(states ...records.NodeState) []*records.Node {
+	var out []*records.Node
+	if len(states) == 0 {
+		out = all[records.Node](r, TableNodes, "id")
+	}
+	for _, s := range states {
+		out = append(out, all[records.Node](r, TableNodes, "state", string(s))...)
+	}
+	slices.SortFunc(out, func(a, b *records.Node) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
