@@ -1,0 +1,326 @@
+// Package rm is the ResourceManager's application lifecycle: it issues
+// application ids, admits submissions into queues, and carries kills, moves
+// and priority changes into the state store. Transports (the IPC client
+// protocol, the REST API) call it; it knows neither.
+package rm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/yarnerr"
+)
+
+// Queues is the queue tree applications are admitted into.
+type Queues interface {
+	Queue(name string) (*records.Queue, bool)
+	Queues() []*records.Queue
+	Allowed(q *records.Queue, user string, op quota.Operation) bool
+}
+
+// Options configures a Manager. Zero values take YARN's defaults.
+type Options struct {
+	// ClusterTimestamp identifies this RM incarnation in the ids it issues
+	// (default: start time in ms).
+	ClusterTimestamp int64
+	// MaxAppAttempts is yarn.resourcemanager.am.max-attempts (default 2).
+	MaxAppAttempts int32
+	// MinimumAllocation and MaximumAllocation are
+	// yarn.scheduler.{minimum,maximum}-allocation-{mb,vcores}
+	// (defaults 1024 MB/1 vcore and 8192 MB/4 vcores).
+	MinimumAllocation, MaximumAllocation records.Resource
+	// MaxPriority is yarn.cluster.max-application-priority (default 0).
+	MaxPriority int32
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Manager owns the application lifecycle.
+type Manager struct {
+	store  *state.Store
+	queues Queues
+	opts   Options
+	seq    atomic.Int32
+}
+
+// New returns a Manager over store and queues.
+func New(store *state.Store, queues Queues, opts Options) *Manager {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ClusterTimestamp == 0 {
+		opts.ClusterTimestamp = opts.Now().UnixMilli()
+	}
+	if opts.MaxAppAttempts <= 0 {
+		opts.MaxAppAttempts = 2
+	}
+	if opts.MinimumAllocation == (records.Resource{}) {
+		opts.MinimumAllocation = records.Resource{MemoryMB: 1024, VCores: 1}
+	}
+	if opts.MaximumAllocation == (records.Resource{}) {
+		opts.MaximumAllocation = records.Resource{MemoryMB: 8192, VCores: 4}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Manager{store: store, queues: queues, opts: opts}
+}
+
+// ClusterTimestamp is the RM incarnation's id.
+func (m *Manager) ClusterTimestamp() int64 { return m.opts.ClusterTimestamp }
+
+// StartedAt is when this RM incarnation started, in ms.
+func (m *Manager) StartedAt() int64 { return m.opts.ClusterTimestamp }
+
+// MaximumAllocation is the largest container (and AM) the RM grants.
+func (m *Manager) MaximumAllocation() records.Resource { return m.opts.MaximumAllocation }
+
+// Snapshot returns a consistent view of the state.
+func (m *Manager) Snapshot() *state.Snapshot { return m.store.Snapshot() }
+
+// Queues returns the queue tree.
+func (m *Manager) Queues() Queues { return m.queues }
+
+// NewApplicationID issues the next application id of this incarnation.
+func (m *Manager) NewApplicationID() records.ApplicationID {
+	return records.ApplicationID{ClusterTimestamp: m.opts.ClusterTimestamp, ID: m.seq.Add(1)}
+}
+
+// Submission is what a client submits, already decoded from its wire form.
+type Submission struct {
+	ID             records.ApplicationID
+	Name           string
+	User           string
+	Queue          string
+	Type           string
+	Tags           []string
+	Priority       int32
+	AMResource     records.Resource
+	MaxAttempts    int32
+	UnmanagedAM    bool
+	KeepContainers bool
+	// Raw is the submission context in its wire form, kept for the AM launch.
+	Raw []byte
+}
+
+// Submit admits an application: it is stored ACCEPTED with its first
+// attempt waiting to be scheduled. Resubmitting an existing id succeeds
+// without change, as in YARN, so client retries are safe.
+func (m *Manager) Submit(ctx context.Context, s Submission) error {
+	if s.ID.ClusterTimestamp == 0 || s.ID.ID <= 0 {
+		return yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided,
+			"ApplicationId is not provided in ApplicationSubmissionContext")
+	}
+	if s.Queue == "" {
+		s.Queue = "default"
+	}
+	q, ok := m.queues.Queue(s.Queue)
+	switch {
+	case !ok:
+		return yarnerr.BadRequest("Application %s submitted by user %s to unknown queue: %s", s.ID, s.User, s.Queue)
+	case !q.Leaf():
+		return yarnerr.BadRequest("Application %s submitted by user %s to non-leaf queue: %s", s.ID, s.User, s.Queue)
+	case q.State != "RUNNING":
+		return yarnerr.BadRequest("Queue %s is %s. Cannot accept submission of application: %s", q.Path, q.State, s.ID)
+	case !m.queues.Allowed(q, s.User, quota.SubmitApplications):
+		return yarnerr.Forbidden("User %s does not have permission to submit %s to queue %s", s.User, s.ID, q.Name)
+	}
+	am, err := m.normalizeAM(s.AMResource, s.UnmanagedAM)
+	if err != nil {
+		return err
+	}
+	maxAttempts := s.MaxAttempts
+	if maxAttempts <= 0 || maxAttempts > m.opts.MaxAppAttempts {
+		maxAttempts = m.opts.MaxAppAttempts
+	}
+	if s.Type == "" {
+		s.Type = "YARN"
+	}
+	now := m.opts.Now().UnixMilli()
+	app := &records.Application{
+		ID: s.ID, Name: s.Name, User: s.User, Queue: q.Name, Type: s.Type, Tags: normalizeTags(s.Tags),
+		Priority: min(max(s.Priority, 0), m.opts.MaxPriority), State: records.AppAccepted, FinalStatus: records.FinalUndefined,
+		SubmitTime: now, StartTime: now, AMResource: am, MaxAttempts: maxAttempts, UnmanagedAM: s.UnmanagedAM,
+		KeepContainers: s.KeepContainers, CurrentAttempt: 1, SubmissionContext: s.Raw,
+		Diagnostics: "[" + time.UnixMilli(now).UTC().Format(time.ANSIC) + "] Application is Activated, waiting for resources to be assigned for AM.",
+	}
+	attempt := &records.Attempt{ID: records.AttemptID{App: s.ID, ID: 1}, State: records.AttemptScheduled,
+		FinalStatus: records.FinalUndefined, StartTime: now}
+	if s.UnmanagedAM {
+		attempt.State = records.AttemptLaunched
+	}
+	err = m.store.Update(func(w *state.WriteTxn) error {
+		if w.Application(s.ID) != nil {
+			return nil
+		}
+		if err := w.PutApplication(app); err != nil {
+			return err
+		}
+		return w.PutAttempt(attempt)
+	})
+	if err != nil {
+		return fmt.Errorf("submit %s: %w", s.ID, err)
+	}
+	m.opts.Logger.Info("application accepted", "app", s.ID.String(), "user", s.User, "queue", q.Name)
+	return nil
+}
+
+func (m *Manager) normalizeAM(r records.Resource, unmanaged bool) (records.Resource, error) {
+	if unmanaged {
+		return records.Resource{}, nil
+	}
+	limit := m.opts.MaximumAllocation
+	if r.MemoryMB < 0 || r.VCores < 0 || !r.Fits(limit) {
+		return r, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassInvalidResourceRequest,
+			"Invalid resource request, requested resource type=[%s] < 0 or greater than maximum allowed allocation. "+
+				"Requested resource=<memory:%d, vCores:%d>, maximum allowed allocation=<memory:%d, vCores:%d>",
+			exceeded(r, limit), r.MemoryMB, r.VCores, limit.MemoryMB, limit.VCores)
+	}
+	step := m.opts.MinimumAllocation
+	// Round up to a multiple of the minimum allocation, as the scheduler's
+	// resource calculator does.
+	r.MemoryMB = max(step.MemoryMB, (r.MemoryMB+step.MemoryMB-1)/step.MemoryMB*step.MemoryMB)
+	r.VCores = max(r.VCores, step.VCores)
+	return r, nil
+}
+
+func exceeded(r, limit records.Resource) string {
+	if r.MemoryMB < 0 || r.MemoryMB > limit.MemoryMB {
+		return "memory-mb"
+	}
+	return "vcores"
+}
+
+// normalizeTags lowercases, trims and de-duplicates tags, as YARN does.
+func normalizeTags(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Application returns an application or ApplicationNotFoundException.
+func (m *Manager) Application(id records.ApplicationID) (*records.Application, error) {
+	if a := m.store.Snapshot().Application(id); a != nil {
+		return a, nil
+	}
+	return nil, yarnerr.ApplicationNotFound(id.String())
+}
+
+// checkAccess lets the owner, and administrators of the app's queue,
+// modify an application (YARN's MODIFY_APP ACL with default settings).
+func (m *Manager) checkAccess(a *records.Application, user, verb string) error {
+	if user == a.User {
+		return nil
+	}
+	if q, ok := m.queues.Queue(a.Queue); ok && m.queues.Allowed(q, user, quota.AdministerQueue) {
+		return nil
+	}
+	return yarnerr.Forbidden("User %s cannot perform operation %s on %s", user, verb, a.ID)
+}
+
+// Kill ends an application as KILLED. It reports whether the application
+// is now final; killing a finished application is a no-op that succeeds.
+func (m *Manager) Kill(ctx context.Context, id records.ApplicationID, user, diagnostics string) (bool, error) {
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		cur := w.Application(id)
+		if cur == nil {
+			return yarnerr.ApplicationNotFound(id.String())
+		}
+		if cur.State.Terminal() {
+			return nil
+		}
+		if err := m.checkAccess(cur, user, "MODIFY_APP"); err != nil {
+			return err
+		}
+		now := m.opts.Now().UnixMilli()
+		a := *cur
+		a.State, a.FinalStatus, a.FinishTime = records.AppKilled, records.FinalKilled, now
+		a.Diagnostics = diagnostics
+		if a.Diagnostics == "" {
+			a.Diagnostics = fmt.Sprintf("Application %s was killed by user %s", id, user)
+		}
+		for _, att := range w.AttemptsOf(id) {
+			if att.FinishTime != 0 {
+				continue
+			}
+			n := *att
+			n.State, n.FinalStatus, n.FinishTime = records.AttemptKilled, records.FinalKilled, now
+			if err := w.PutAttempt(&n); err != nil {
+				return err
+			}
+		}
+		return w.PutApplication(&a)
+	})
+	if err != nil {
+		return false, err
+	}
+	m.opts.Logger.Info("application killed", "app", id.String(), "user", user)
+	return true, nil
+}
+
+// Move moves an unfinished application to another leaf queue.
+func (m *Manager) Move(ctx context.Context, id records.ApplicationID, user, queue string) error {
+	q, ok := m.queues.Queue(queue)
+	if !ok || !q.Leaf() {
+		return yarnerr.BadRequest("Failed to move %s to queue %s: no such leaf queue", id, queue)
+	}
+	return m.store.Update(func(w *state.WriteTxn) error {
+		cur := w.Application(id)
+		if cur == nil {
+			return yarnerr.ApplicationNotFound(id.String())
+		}
+		if cur.State.Terminal() {
+			return yarnerr.BadRequest("App in %s state cannot be moved.", cur.State)
+		}
+		if err := m.checkAccess(cur, user, "MODIFY_APP"); err != nil {
+			return err
+		}
+		if !m.queues.Allowed(q, user, quota.SubmitApplications) {
+			return yarnerr.Forbidden("User %s does not have permission to submit %s to queue %s", user, id, q.Name)
+		}
+		a := *cur
+		a.Queue = q.Name
+		return w.PutApplication(&a)
+	})
+}
+
+// UpdatePriority sets an application's priority, capped at the cluster
+// maximum, and returns the priority in effect.
+func (m *Manager) UpdatePriority(ctx context.Context, id records.ApplicationID, user string, priority int32) (int32, error) {
+	effective := min(max(priority, 0), m.opts.MaxPriority)
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		cur := w.Application(id)
+		if cur == nil {
+			return yarnerr.ApplicationNotFound(id.String())
+		}
+		if cur.State.Terminal() {
+			return yarnerr.BadRequest("Application in %s state cannot update priority.", cur.State)
+		}
+		if err := m.checkAccess(cur, user, "MODIFY_APP"); err != nil {
+			return err
+		}
+		a := *cur
+		a.Priority = effective
+		return w.PutApplication(&a)
+	})
+	return effective, err
+}
+
+// PutNode records a node as reported by its node agent.
+func (m *Manager) PutNode(n *records.Node) error {
+	return m.store.Update(func(w *state.WriteTxn) error { return w.PutNode(n) })
+}

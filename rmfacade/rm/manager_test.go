@@ -1,0 +1,179 @@
+package rm
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/yarnerr"
+)
+
+func newManager(t *testing.T, dir string) (*Manager, *state.Store) {
+	t.Helper()
+	d, err := state.OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree([]quota.QueueConfig{
+		{Path: "root", Capacity: 100, AdminACL: "admin"},
+		{Path: "root.default", Capacity: 50, SubmitACL: "*"},
+		{Path: "root.prod", Capacity: 50, SubmitACL: "alice"},
+		{Path: "root.prod.etl", Capacity: 100},
+		{Path: "root.prod.stopped", Capacity: 0, State: "STOPPED"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	return New(st, tree, Options{ClusterTimestamp: 1_700_000_000_000, MaxPriority: 10, Now: func() time.Time { return now }}), st
+}
+
+func wantClass(t *testing.T, err error, class string) {
+	t.Helper()
+	var ye *yarnerr.Error
+	if class == "" {
+		if err != nil {
+			t.Fatalf("unexpected error %v", err)
+		}
+		return
+	}
+	if !errors.As(err, &ye) || ye.Class != class {
+		t.Fatalf("got %v, want %s", err, class)
+	}
+}
+
+func TestSubmit(t *testing.T) {
+	m, _ := newManager(t, t.TempDir())
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		sub     Submission
+		class   string
+		wantAM  records.Resource
+		wantQ   string
+		wantTag []string
+	}{
+		{name: "default queue", sub: Submission{User: "bob", AMResource: records.Resource{MemoryMB: 1500, VCores: 1}, Tags: []string{"ETL", " etl", "Nightly"}},
+			wantAM: records.Resource{MemoryMB: 2048, VCores: 1}, wantQ: "default", wantTag: []string{"etl", "nightly"}},
+		{name: "leaf by path", sub: Submission{User: "alice", Queue: "root.prod.etl"}, wantAM: records.Resource{MemoryMB: 1024, VCores: 1}, wantQ: "etl"},
+		{name: "unknown queue", sub: Submission{User: "bob", Queue: "nope"}, class: yarnerr.ClassYarnException},
+		{name: "parent queue", sub: Submission{User: "alice", Queue: "prod"}, class: yarnerr.ClassYarnException},
+		{name: "stopped queue", sub: Submission{User: "alice", Queue: "stopped"}, class: yarnerr.ClassYarnException},
+		{name: "no submit ACL", sub: Submission{User: "bob", Queue: "etl"}, class: yarnerr.ClassAccessControl},
+		{name: "admin may submit", sub: Submission{User: "admin", Queue: "etl"}, wantAM: records.Resource{MemoryMB: 1024, VCores: 1}, wantQ: "etl"},
+		{name: "AM over maximum", sub: Submission{User: "bob", AMResource: records.Resource{MemoryMB: 9000, VCores: 1}}, class: yarnerr.ClassInvalidResourceRequest},
+		{name: "no id", sub: Submission{User: "bob"}, class: yarnerr.ClassApplicationIDNotProvided},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "no id" {
+				tc.sub.ID = m.NewApplicationID()
+			}
+			err := m.Submit(ctx, tc.sub)
+			wantClass(t, err, tc.class)
+			if tc.class != "" {
+				if tc.sub.ID.ID > 0 {
+					if _, err := m.Application(tc.sub.ID); err == nil {
+						t.Fatal("rejected application was stored")
+					}
+				}
+				return
+			}
+			a, err := m.Application(tc.sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.State != records.AppAccepted || a.Queue != tc.wantQ || a.AMResource != tc.wantAM || a.Type != "YARN" || a.MaxAttempts != 2 {
+				t.Fatalf("stored %+v", a)
+			}
+			if tc.wantTag != nil && !equal(a.Tags, tc.wantTag) {
+				t.Fatalf("tags %v, want %v", a.Tags, tc.wantTag)
+			}
+			atts := m.Snapshot().AttemptsOf(a.ID)
+			if len(atts) != 1 || atts[0].State != records.AttemptScheduled {
+				t.Fatalf("attempts %+v", atts)
+			}
+			// A retried submission is accepted and changes nothing.
+			again := tc.sub
+			again.Name = "changed"
+			if err := m.Submit(ctx, again); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := m.Application(a.ID); b.Name != a.Name {
+				t.Fatal("resubmission changed the application")
+			}
+		})
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestKillMovePriorityAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	m, st := newManager(t, dir)
+	ctx := context.Background()
+	id := m.NewApplicationID()
+	if err := m.Submit(ctx, Submission{ID: id, User: "alice", Queue: "etl", Name: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name  string
+		do    func() error
+		class string
+	}{
+		{"priority capped", func() error {
+			p, err := m.UpdatePriority(ctx, id, "alice", 99)
+			if err == nil && p != 10 {
+				t.Errorf("effective priority %d", p)
+			}
+			return err
+		}, ""},
+		{"move by stranger", func() error { return m.Move(ctx, id, "mallory", "default") }, yarnerr.ClassAccessControl},
+		{"move to parent", func() error { return m.Move(ctx, id, "alice", "prod") }, yarnerr.ClassYarnException},
+		{"move", func() error { return m.Move(ctx, id, "alice", "default") }, ""},
+		{"kill by stranger", func() error { _, err := m.Kill(ctx, id, "mallory", ""); return err }, yarnerr.ClassAccessControl},
+		{"kill unknown", func() error {
+			_, err := m.Kill(ctx, records.ApplicationID{ClusterTimestamp: 1, ID: 1}, "alice", "")
+			return err
+		}, yarnerr.ClassApplicationNotFound},
+		{"kill by admin", func() error { _, err := m.Kill(ctx, id, "admin", ""); return err }, ""},
+		{"kill again", func() error { _, err := m.Kill(ctx, id, "alice", ""); return err }, ""},
+		{"move killed", func() error { return m.Move(ctx, id, "alice", "etl") }, yarnerr.ClassYarnException},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { wantClass(t, s.do(), s.class) })
+	}
+	a, _ := m.Application(id)
+	if a.State != records.AppKilled || a.FinalStatus != records.FinalKilled || a.Queue != "default" || a.Priority != 10 || a.FinishTime == 0 {
+		t.Fatalf("final record %+v", a)
+	}
+
+	st.Close()
+	m2, _ := newManager(t, dir)
+	b, err := m2.Application(id)
+	if err != nil || b.State != records.AppKilled || b.Queue != "default" || b.Name != "job" {
+		t.Fatalf("after restart: %+v, %v", b, err)
+	}
+	if atts := m2.Snapshot().AttemptsOf(id); len(atts) != 1 || atts[0].State != records.AttemptKilled {
+		t.Fatalf("attempts after restart: %+v", atts)
+	}
+}
