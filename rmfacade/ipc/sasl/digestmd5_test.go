@@ -35,7 +35,9 @@ func TestExchange(t *testing.T) {
 		{name: "wrong password", user: "dG9rZW4=", password: "d3Jvbmc=", wantErr: "Mismatched response"},
 		{name: "unknown user", user: "bm9ib2R5", password: "x", wantErr: "unknown token"},
 		{name: "replayed nonce count", user: "dG9rZW4=", password: "c2VjcmV0", tamper: func(s string) string { return strings.Replace(s, "nc=00000001", "nc=00000002", 1) }, wantErr: "Nonce count"},
-		{name: "other uri", user: "dG9rZW4=", password: "c2VjcmV0", tamper: func(s string) string { return strings.Replace(s, `digest-uri="/default"`, `digest-uri="hdfs/default"`, 1) }, wantErr: "Mismatched URI"},
+		{name: "other uri", user: "dG9rZW4=", password: "c2VjcmV0", tamper: func(s string) string {
+			return strings.Replace(s, `digest-uri="/default"`, `digest-uri="hdfs/default"`, 1)
+		}, wantErr: "Mismatched URI"},
 		{name: "integrity qop", user: "dG9rZW4=", password: "c2VjcmV0", tamper: func(s string) string { return strings.Replace(s, "qop=auth", "qop=auth-int", 1) }, wantErr: "qop"},
 		{name: "unterminated", user: "dG9rZW4=", password: "c2VjcmV0", tamper: func(s string) string { return s + `,x="open` }, wantErr: "unterminated"},
 	}
