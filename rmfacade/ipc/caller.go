@@ -49,3 +49,12 @@ func CallerFrom(ctx context.Context) *Caller {
 	c, _ := ctx.Value(callerKey{}).(*Caller)
 	return c
 }
+
+// RealUserOrEmpty returns the impersonating user, "" for none or a nil
+// caller.
+func (c *Caller) RealUserOrEmpty() string {
+	if c == nil {
+		return ""
+	}
+	return c.RealUser
+}

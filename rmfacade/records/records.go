@@ -1,5 +1,7 @@
 package records
 
+import "fmt"
+
 // AppState is YARN's YarnApplicationState.
 type AppState string
 
@@ -202,3 +204,19 @@ type Queue struct {
 
 // Leaf reports whether applications can be submitted to the queue.
 func (q *Queue) Leaf() bool { return len(q.Children) == 0 }
+
+// DelegationToken is an issued RM delegation token, kept so that renewals
+// and cancellations hold across restarts.
+type DelegationToken struct {
+	Sequence  int32  `json:"sequence"`
+	Owner     string `json:"owner"`
+	Renewer   string `json:"renewer"`
+	RealUser  string `json:"realUser,omitempty"`
+	IssueDate int64  `json:"issueDate"`
+	MaxDate   int64  `json:"maxDate"`
+	// RenewDate is when the token expires unless renewed.
+	RenewDate int64 `json:"renewDate"`
+}
+
+// Key is the token's primary key in the store.
+func (t *DelegationToken) Key() string { return fmt.Sprintf("%010d", t.Sequence) }

@@ -20,6 +20,7 @@ const (
 	TableAttempts     = "attempts"
 	TableContainers   = "containers"
 	TableNodes        = "nodes"
+	TableTokens       = "delegation_tokens"
 )
 
 // durableTables are persisted; nodes are re-reported after a restart.
@@ -27,6 +28,7 @@ var durableTables = map[string]func() any{
 	TableApplications: func() any { return &records.Application{} },
 	TableAttempts:     func() any { return &records.Attempt{} },
 	TableContainers:   func() any { return &records.Container{} },
+	TableTokens:       func() any { return &records.DelegationToken{} },
 }
 
 func schema() *memdb.DBSchema {
@@ -48,6 +50,9 @@ func schema() *memdb.DBSchema {
 			"app":     {Name: "app", Indexer: keyIndex(func(c *records.Container) string { return c.ID.Attempt.App.String() })},
 			"attempt": {Name: "attempt", Indexer: keyIndex(func(c *records.Container) string { return c.ID.Attempt.String() })},
 			"node":    {Name: "node", AllowMissing: true, Indexer: keyIndex(func(c *records.Container) string { return c.Node })},
+		}},
+		TableTokens: {Name: TableTokens, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: keyIndex(func(t *records.DelegationToken) string { return t.Key() })},
 		}},
 		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
 			"id":    {Name: "id", Unique: true, Indexer: keyIndex(func(n *records.Node) string { return n.ID })},

@@ -148,6 +148,14 @@ func (w *WriteTxn) PutContainer(c *records.Container) error {
 // PutNode inserts or replaces a node.
 func (w *WriteTxn) PutNode(n *records.Node) error { return w.put(TableNodes, n.Key(), n) }
 
+// PutToken inserts or replaces a delegation token.
+func (w *WriteTxn) PutToken(t *records.DelegationToken) error { return w.put(TableTokens, t.Key(), t) }
+
+// DeleteToken removes a delegation token.
+func (w *WriteTxn) DeleteToken(seq int32) error {
+	return w.delete(TableTokens, (&records.DelegationToken{Sequence: seq}).Key())
+}
+
 // DeleteNode removes a node.
 func (w *WriteTxn) DeleteNode(id string) error { return w.delete(TableNodes, id) }
 
@@ -324,6 +332,16 @@ func sortContainers(cs []*records.Container) []*records.Container {
 		return compareInt(a.ID.ID, b.ID.ID)
 	})
 	return cs
+}
+
+// Token returns the delegation token with the given sequence number, or nil.
+func (r reader) Token(seq int32) *records.DelegationToken {
+	return first[records.DelegationToken](r, TableTokens, "id", (&records.DelegationToken{Sequence: seq}).Key())
+}
+
+// Tokens returns all delegation tokens in sequence order.
+func (r reader) Tokens() []*records.DelegationToken {
+	return all[records.DelegationToken](r, TableTokens, "id")
 }
 
 // Node returns the node with the given id, or nil.

@@ -1,0 +1,221 @@
+package clientrm
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// Conversions between records and their YARN wire form.
+
+func appIDProto(id records.ApplicationID) *yarnpb.ApplicationIdProto {
+	return &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)}
+}
+
+func appIDOf(p *yarnpb.ApplicationIdProto) records.ApplicationID {
+	return records.ApplicationID{ClusterTimestamp: p.GetClusterTimestamp(), ID: p.GetId()}
+}
+
+func attemptIDProto(id records.AttemptID) *yarnpb.ApplicationAttemptIdProto {
+	return &yarnpb.ApplicationAttemptIdProto{ApplicationId: appIDProto(id.App), AttemptId: proto.Int32(id.ID)}
+}
+
+func attemptIDOf(p *yarnpb.ApplicationAttemptIdProto) records.AttemptID {
+	return records.AttemptID{App: appIDOf(p.GetApplicationId()), ID: p.GetAttemptId()}
+}
+
+func containerIDProto(id records.ContainerID) *yarnpb.ContainerIdProto {
+	return &yarnpb.ContainerIdProto{AppId: appIDProto(id.Attempt.App), AppAttemptId: attemptIDProto(id.Attempt), Id: proto.Int64(id.ID)}
+}
+
+func containerIDOf(p *yarnpb.ContainerIdProto) records.ContainerID {
+	return records.ContainerID{Attempt: attemptIDOf(p.GetAppAttemptId()), ID: p.GetId()}
+}
+
+func resourceProto(r records.Resource) *yarnpb.ResourceProto {
+	return &yarnpb.ResourceProto{Memory: proto.Int64(r.MemoryMB), VirtualCores: proto.Int32(r.VCores)}
+}
+
+func resourceOf(p *yarnpb.ResourceProto) records.Resource {
+	return records.Resource{MemoryMB: p.GetMemory(), VCores: p.GetVirtualCores()}
+}
+
+func appStateProto(s records.AppState) *yarnpb.YarnApplicationStateProto {
+	return yarnpb.YarnApplicationStateProto(yarnpb.YarnApplicationStateProto_value[string(s)]).Enum()
+}
+
+func appStateOf(p yarnpb.YarnApplicationStateProto) records.AppState {
+	return records.AppState(p.String())
+}
+
+func finalStatusProto(s records.FinalStatus) *yarnpb.FinalApplicationStatusProto {
+	return yarnpb.FinalApplicationStatusProto(yarnpb.FinalApplicationStatusProto_value["APP_"+string(s)]).Enum()
+}
+
+func attemptStateProto(s records.AttemptState) *yarnpb.YarnApplicationAttemptStateProto {
+	return yarnpb.YarnApplicationAttemptStateProto(yarnpb.YarnApplicationAttemptStateProto_value["APP_ATTEMPT_"+string(s)]).Enum()
+}
+
+func nodeStateProto(s records.NodeState) *yarnpb.NodeStateProto {
+	return yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+string(s)]).Enum()
+}
+
+func nodeStateOf(p yarnpb.NodeStateProto) records.NodeState {
+	return records.NodeState(p.String()[len("NS_"):])
+}
+
+func containerStateProto(s records.ContainerState) *yarnpb.ContainerStateProto {
+	return yarnpb.ContainerStateProto(yarnpb.ContainerStateProto_value["C_"+string(s)]).Enum()
+}
+
+func queueStateProto(s string) *yarnpb.QueueStateProto {
+	v, ok := yarnpb.QueueStateProto_value["Q_"+s]
+	if !ok {
+		v = int32(yarnpb.QueueStateProto_Q_RUNNING)
+	}
+	return yarnpb.QueueStateProto(v).Enum()
+}
+
+// orNA renders an unknown string as YARN does.
+func orNA(s string) string {
+	if s == "" {
+		return "N/A"
+	}
+	return s
+}
+
+// appReport renders an application as YARN's ApplicationReport.
+// proxyBase is the RM web address's proxy prefix, where the tracking URL
+// points until the AM names its own.
+func appReport(a *records.Application, proxyBase string) *yarnpb.ApplicationReportProto {
+	rpcPort := a.RPCPort
+	if a.Host == "" {
+		rpcPort = -1
+	}
+	r := &yarnpb.ApplicationReportProto{
+		ApplicationId: appIDProto(a.ID), User: proto.String(a.User), Queue: proto.String(a.Queue), Name: proto.String(a.Name),
+		Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(rpcPort),
+		YarnApplicationState: appStateProto(a.State), TrackingUrl: proto.String(proxyBase + a.ID.String() + "/"),
+		Diagnostics: proto.String(a.Diagnostics), StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
+		LaunchTime: proto.Int64(a.LaunchTime), SubmitTime: proto.Int64(a.SubmitTime),
+		FinalApplicationStatus: finalStatusProto(a.FinalStatus), OriginalTrackingUrl: proto.String(orNA(a.OriginalTrackingURL)),
+		Progress: proto.Float32(a.Progress), ApplicationType: proto.String(a.Type), ApplicationTags: a.Tags,
+		UnmanagedApplication: proto.Bool(a.UnmanagedAM), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(a.Priority)},
+		LogAggregationStatus: yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum(),
+		AppResource_Usage: &yarnpb.ApplicationResourceUsageReportProto{
+			NumUsedContainers: proto.Int32(0), NumReservedContainers: proto.Int32(0),
+			UsedResources: resourceProto(records.Resource{}), ReservedResources: resourceProto(records.Resource{}),
+			NeededResources: resourceProto(records.Resource{}), MemorySeconds: proto.Int64(0), VcoreSeconds: proto.Int64(0),
+		},
+	}
+	if a.CurrentAttempt > 0 {
+		r.CurrentApplicationAttemptId = attemptIDProto(records.AttemptID{App: a.ID, ID: a.CurrentAttempt})
+	}
+	if a.State.Terminal() && a.TrackingURL != "" {
+		r.TrackingUrl = proto.String(a.TrackingURL)
+	}
+	return r
+}
+
+func attemptReport(a *records.Attempt, proxyBase string) *yarnpb.ApplicationAttemptReportProto {
+	r := &yarnpb.ApplicationAttemptReportProto{
+		ApplicationAttemptId: attemptIDProto(a.ID), Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(a.RPCPort),
+		TrackingUrl: proto.String(proxyBase + a.ID.App.String() + "/"), Diagnostics: proto.String(a.Diagnostics),
+		YarnApplicationAttemptState: attemptStateProto(a.State), OriginalTrackingUrl: proto.String(orNA(a.OriginalTrackingURL)),
+		StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
+	}
+	if a.Host == "" {
+		r.RpcPort = proto.Int32(-1)
+	}
+	if id, err := records.ParseContainerID(a.AMContainer); err == nil {
+		r.AmContainerId = containerIDProto(id)
+	}
+	return r
+}
+
+func containerReport(c *records.Container) *yarnpb.ContainerReportProto {
+	host, port := splitNodeID(c.Node)
+	return &yarnpb.ContainerReportProto{
+		ContainerId: containerIDProto(c.ID), Resource: resourceProto(c.Resource),
+		NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)}, Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
+		CreationTime: proto.Int64(c.StartTime), FinishTime: proto.Int64(c.FinishTime), DiagnosticsInfo: proto.String(c.Diagnostics),
+		LogUrl: proto.String(c.LogURL), ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: containerStateProto(c.State),
+		NodeHttpAddress: proto.String(c.NodeHTTP),
+	}
+}
+
+func splitNodeID(id string) (string, int32) {
+	for i := len(id) - 1; i >= 0; i-- {
+		if id[i] == ':' {
+			var port int32
+			for _, ch := range id[i+1:] {
+				if ch < '0' || ch > '9' {
+					return id, 0
+				}
+				port = port*10 + ch - '0'
+			}
+			return id[:i], port
+		}
+	}
+	return id, 0
+}
+
+func nodeReport(n *records.Node) *yarnpb.NodeReportProto {
+	return &yarnpb.NodeReportProto{
+		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
+		RackName: proto.String(n.Rack), Used: resourceProto(n.Used), Capability: resourceProto(n.Capability),
+		NumContainers: proto.Int32(n.NumContainers), NodeState: nodeStateProto(n.State), HealthReport: proto.String(n.HealthReport),
+		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
+	}
+}
+
+// queueStats counts a queue's applications by state.
+func queueStats(apps []*records.Application) *yarnpb.QueueStatisticsProto {
+	var submitted, running, pending, completed, killed, failed int64
+	for _, a := range apps {
+		submitted++
+		switch a.State {
+		case records.AppRunning:
+			running++
+		case records.AppFinished:
+			completed++
+		case records.AppKilled:
+			killed++
+		case records.AppFailed:
+			failed++
+		default:
+			pending++
+		}
+	}
+	return &yarnpb.QueueStatisticsProto{NumAppsSubmitted: proto.Int64(submitted), NumAppsRunning: proto.Int64(running),
+		NumAppsPending: proto.Int64(pending), NumAppsCompleted: proto.Int64(completed), NumAppsKilled: proto.Int64(killed),
+		NumAppsFailed: proto.Int64(failed)}
+}
+
+// queueInfo renders a queue as YARN's QueueInfo. Capacities are fractions
+// of the parent, as the CapacityScheduler reports them over RPC.
+func (s *Service) queueInfo(snap *state.Snapshot, q *records.Queue, withApps, withChildren, recursive bool) *yarnpb.QueueInfoProto {
+	apps := snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}})
+	info := &yarnpb.QueueInfoProto{
+		QueueName: proto.String(q.Name), QueuePath: proto.String(q.Path), Capacity: proto.Float32(q.Capacity / 100),
+		MaximumCapacity: proto.Float32(q.MaxCapacity / 100), CurrentCapacity: proto.Float32(0), State: queueStateProto(q.State),
+		AccessibleNodeLabels: []string{"*"}, PreemptionDisabled: proto.Bool(true), IntraQueuePreemptionDisabled: proto.Bool(true),
+		QueueStatistics: queueStats(apps), SchedulerType: proto.String("CapacityScheduler"), Weight: proto.Float32(-1),
+		MaxParallelApps: proto.Int32(2147483647),
+	}
+	if withApps {
+		for _, a := range apps {
+			info.Applications = append(info.Applications, appReport(a, s.proxyBase))
+		}
+	}
+	if withChildren {
+		for _, path := range q.Children {
+			if child, ok := s.mgr.Queues().Queue(path); ok {
+				info.ChildQueues = append(info.ChildQueues, s.queueInfo(snap, child, withApps && recursive, recursive, recursive))
+			}
+		}
+	}
+	return info
+}

@@ -1,0 +1,367 @@
+// Package clientrm serves YARN's ApplicationClientProtocol — what `yarn`,
+// YarnClient, `hadoop jar` and spark-submit speak to a ResourceManager on
+// port 8032 — over the ipc server, on top of the rm lifecycle.
+package clientrm
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/yarnerr"
+)
+
+// Protocol is the name Java clients give the protocol in each call.
+const Protocol = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB"
+
+// Options configures the service.
+type Options struct {
+	// Tokens issues RM delegation tokens.
+	Tokens *DelegationTokens
+	// WebAddr is the RM web address reports point at (host:port).
+	WebAddr string
+	Logger  *slog.Logger
+}
+
+// Service implements ApplicationClientProtocol.
+type Service struct {
+	mgr       *rm.Manager
+	tokens    *DelegationTokens
+	proxyBase string
+	log       *slog.Logger
+}
+
+// New returns the service.
+func New(mgr *rm.Manager, opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Service{mgr: mgr, tokens: opts.Tokens, proxyBase: "http://" + opts.WebAddr + "/proxy/", log: opts.Logger}
+}
+
+// Service returns the ipc registration of every method.
+func (s *Service) Service() *ipc.Service {
+	return &ipc.Service{Protocol: Protocol, Methods: map[string]ipc.Method{
+		"getNewApplication":           ipc.Unary(wrap(s.getNewApplication)),
+		"submitApplication":           ipc.Unary(wrap(s.submitApplication)),
+		"getApplicationReport":        ipc.Unary(wrap(s.getApplicationReport)),
+		"getApplications":             ipc.Unary(wrap(s.getApplications)),
+		"forceKillApplication":        ipc.Unary(wrap(s.forceKillApplication)),
+		"getClusterMetrics":           ipc.Unary(wrap(s.getClusterMetrics)),
+		"getClusterNodes":             ipc.Unary(wrap(s.getClusterNodes)),
+		"getQueueInfo":                ipc.Unary(wrap(s.getQueueInfo)),
+		"getQueueUserAcls":            ipc.Unary(wrap(s.getQueueUserAcls)),
+		"getApplicationAttempts":      ipc.Unary(wrap(s.getApplicationAttempts)),
+		"getApplicationAttemptReport": ipc.Unary(wrap(s.getApplicationAttemptReport)),
+		"getContainers":               ipc.Unary(wrap(s.getContainers)),
+		"getContainerReport":          ipc.Unary(wrap(s.getContainerReport)),
+		"moveApplicationAcrossQueues": ipc.Unary(wrap(s.moveApplicationAcrossQueues)),
+		"updateApplicationPriority":   ipc.Unary(wrap(s.updateApplicationPriority)),
+		"getDelegationToken":          ipc.Unary(wrap(s.getDelegationToken)),
+		"renewDelegationToken":        ipc.Unary(wrap(s.renewDelegationToken)),
+		"cancelDelegationToken":       ipc.Unary(wrap(s.cancelDelegationToken)),
+		"getClusterNodeLabels": ipc.Unary(wrap(func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+			return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
+		})),
+		"getLabelsToNodes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+			return &yarnpb.GetLabelsToNodesResponseProto{}, nil
+		})),
+		"getNodeToLabels": ipc.Unary(wrap(func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+			return &yarnpb.GetNodesToLabelsResponseProto{}, nil
+		})),
+		"getClusterNodeAttributes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+			return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
+		})),
+		"getAttributesToNodes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+			return &yarnpb.GetAttributesToNodesResponseProto{}, nil
+		})),
+		"getNodesToAttributes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+			return &yarnpb.GetNodesToAttributesResponseProto{}, nil
+		})),
+		"getResourceTypeInfo": ipc.Unary(wrap(s.getResourceTypeInfo)),
+	}}
+}
+
+// wrap maps rm errors to the RemoteExceptions Java clients expect.
+func wrap[Req, Resp proto.Message](h func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		resp, err := h(ctx, req)
+		if err != nil {
+			var re *ipc.RemoteError
+			if errors.As(err, &re) {
+				return resp, err
+			}
+			ye := yarnerr.As(err)
+			return resp, ipc.Errorf(ye.Class, "%s", ye.Message)
+		}
+		return resp, nil
+	}
+}
+
+func user(ctx context.Context) string {
+	if c := ipc.CallerFrom(ctx); c != nil {
+		return c.User
+	}
+	return ""
+}
+
+func (s *Service) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
+	return &yarnpb.GetNewApplicationResponseProto{ApplicationId: appIDProto(s.mgr.NewApplicationID()),
+		MaximumCapability: resourceProto(s.mgr.MaximumAllocation())}, nil
+}
+
+func (s *Service) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
+	sc := req.GetApplicationSubmissionContext()
+	if sc == nil || sc.GetApplicationId() == nil {
+		return nil, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided, "ApplicationId is not provided in ApplicationSubmissionContext")
+	}
+	raw, err := proto.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	am := resourceOf(sc.GetResource())
+	if rr := sc.GetAmContainerResourceRequest(); len(rr) > 0 && rr[0].GetCapability() != nil {
+		am = resourceOf(rr[0].GetCapability())
+	}
+	err = s.mgr.Submit(ctx, rm.Submission{
+		ID: appIDOf(sc.GetApplicationId()), Name: sc.GetApplicationName(), User: user(ctx), Queue: sc.GetQueue(),
+		Type: sc.GetApplicationType(), Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(), AMResource: am,
+		MaxAttempts: sc.GetMaxAppAttempts(), UnmanagedAM: sc.GetUnmanagedAm(),
+		KeepContainers: sc.GetKeepContainersAcrossApplicationAttempts(), Raw: raw,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.SubmitApplicationResponseProto{}, nil
+}
+
+func (s *Service) application(req interface {
+	GetApplicationId() *yarnpb.ApplicationIdProto
+}) (*records.Application, error) {
+	if req.GetApplicationId() == nil {
+		return nil, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided, "ApplicationId is not provided")
+	}
+	return s.mgr.Application(appIDOf(req.GetApplicationId()))
+}
+
+func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
+	a, err := s.application(req)
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: appReport(a, s.proxyBase)}, nil
+}
+
+func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {
+	f := state.ApplicationFilter{
+		Queues: req.GetQueues(), Users: req.GetUsers(), Types: req.GetApplicationTypes(), Tags: req.GetApplicationTags(),
+		Name: req.GetName(), StartedBegin: req.GetStartBegin(), StartedEnd: req.GetStartEnd(),
+		FinishedBegin: req.GetFinishBegin(), FinishedEnd: req.GetFinishEnd(), Limit: int(min(req.GetLimit(), 1<<31-1)),
+	}
+	for _, st := range req.GetApplicationStates() {
+		f.States = append(f.States, appStateOf(st))
+	}
+	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
+		f.Users = []string{user(ctx)}
+	}
+	resp := &yarnpb.GetApplicationsResponseProto{}
+	for _, a := range s.mgr.Snapshot().Applications(f) {
+		resp.Applications = append(resp.Applications, appReport(a, s.proxyBase))
+	}
+	return resp, nil
+}
+
+func (s *Service) forceKillApplication(ctx context.Context, req *yarnpb.KillApplicationRequestProto) (*yarnpb.KillApplicationResponseProto, error) {
+	if req.GetApplicationId() == nil {
+		return nil, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided, "ApplicationId is not provided")
+	}
+	done, err := s.mgr.Kill(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetDiagnostics())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.KillApplicationResponseProto{IsKillCompleted: proto.Bool(done)}, nil
+}
+
+func (s *Service) getClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMetricsRequestProto) (*yarnpb.GetClusterMetricsResponseProto, error) {
+	counts := map[records.NodeState]int32{}
+	nodes := s.mgr.Snapshot().Nodes()
+	for _, n := range nodes {
+		counts[n.State]++
+	}
+	return &yarnpb.GetClusterMetricsResponseProto{ClusterMetrics: &yarnpb.YarnClusterMetricsProto{
+		NumNodeManagers: proto.Int32(counts[records.NodeRunning]), NumActiveNms: proto.Int32(counts[records.NodeRunning]),
+		NumDecommissionedNms: proto.Int32(counts[records.NodeDecommissioned]), NumLostNms: proto.Int32(counts[records.NodeLost]),
+		NumUnhealthyNms: proto.Int32(counts[records.NodeUnhealthy]), NumRebootedNms: proto.Int32(counts[records.NodeRebooted]),
+		NumDecommissioningNms: proto.Int32(counts[records.NodeDecommissioning]), NumShutdownNms: proto.Int32(counts[records.NodeShutdown]),
+	}}, nil
+}
+
+func (s *Service) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
+	var states []records.NodeState
+	for _, st := range req.GetNodeStates() {
+		states = append(states, nodeStateOf(st))
+	}
+	resp := &yarnpb.GetClusterNodesResponseProto{}
+	for _, n := range s.mgr.Snapshot().Nodes(states...) {
+		resp.NodeReports = append(resp.NodeReports, nodeReport(n))
+	}
+	return resp, nil
+}
+
+func (s *Service) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
+	q, ok := s.mgr.Queues().Queue(req.GetQueueName())
+	if !ok {
+		return nil, ipc.Errorf(ipc.ClassIOException, "Unknown queue: %s", req.GetQueueName())
+	}
+	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: s.queueInfo(s.mgr.Snapshot(), q,
+		req.GetIncludeApplications(), req.GetIncludeChildQueues(), req.GetRecursive())}, nil
+}
+
+func (s *Service) getQueueUserAcls(ctx context.Context, _ *yarnpb.GetQueueUserAclsInfoRequestProto) (*yarnpb.GetQueueUserAclsInfoResponseProto, error) {
+	u := user(ctx)
+	queues := s.mgr.Queues()
+	resp := &yarnpb.GetQueueUserAclsInfoResponseProto{}
+	for _, q := range queues.Queues() {
+		info := &yarnpb.QueueUserACLInfoProto{QueueName: proto.String(q.Name)}
+		if queues.Allowed(q, u, quota.SubmitApplications) {
+			info.UserAcls = append(info.UserAcls, yarnpb.QueueACLProto_QACL_SUBMIT_APPLICATIONS)
+		}
+		if queues.Allowed(q, u, quota.AdministerQueue) {
+			info.UserAcls = append(info.UserAcls, yarnpb.QueueACLProto_QACL_ADMINISTER_QUEUE)
+		}
+		resp.QueueUserAcls = append(resp.QueueUserAcls, info)
+	}
+	return resp, nil
+}
+
+func (s *Service) getApplicationAttempts(ctx context.Context, req *yarnpb.GetApplicationAttemptsRequestProto) (*yarnpb.GetApplicationAttemptsResponseProto, error) {
+	a, err := s.application(req)
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetApplicationAttemptsResponseProto{}
+	for _, att := range s.mgr.Snapshot().AttemptsOf(a.ID) {
+		resp.ApplicationAttempts = append(resp.ApplicationAttempts, attemptReport(att, s.proxyBase))
+	}
+	return resp, nil
+}
+
+// attempt finds an attempt, telling an unknown application apart from an
+// unknown attempt as YARN does.
+func (s *Service) attempt(snap *state.Snapshot, p *yarnpb.ApplicationAttemptIdProto) (*records.Attempt, error) {
+	if p == nil {
+		return nil, yarnerr.BadRequest("ApplicationAttemptId is not provided")
+	}
+	id := attemptIDOf(p)
+	if snap.Application(id.App) == nil {
+		return nil, yarnerr.ApplicationNotFound(id.App.String())
+	}
+	att := snap.Attempt(id)
+	if att == nil {
+		return nil, yarnerr.AttemptNotFound(id.String())
+	}
+	return att, nil
+}
+
+func (s *Service) getApplicationAttemptReport(ctx context.Context, req *yarnpb.GetApplicationAttemptReportRequestProto) (*yarnpb.GetApplicationAttemptReportResponseProto, error) {
+	att, err := s.attempt(s.mgr.Snapshot(), req.GetApplicationAttemptId())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.GetApplicationAttemptReportResponseProto{ApplicationAttemptReport: attemptReport(att, s.proxyBase)}, nil
+}
+
+func (s *Service) getContainers(ctx context.Context, req *yarnpb.GetContainersRequestProto) (*yarnpb.GetContainersResponseProto, error) {
+	snap := s.mgr.Snapshot()
+	att, err := s.attempt(snap, req.GetApplicationAttemptId())
+	if err != nil {
+		return nil, err
+	}
+	resp := &yarnpb.GetContainersResponseProto{}
+	for _, c := range snap.ContainersOfAttempt(att.ID) {
+		resp.Containers = append(resp.Containers, containerReport(c))
+	}
+	return resp, nil
+}
+
+func (s *Service) getContainerReport(ctx context.Context, req *yarnpb.GetContainerReportRequestProto) (*yarnpb.GetContainerReportResponseProto, error) {
+	if req.GetContainerId() == nil {
+		return nil, yarnerr.BadRequest("ContainerId is not provided")
+	}
+	snap := s.mgr.Snapshot()
+	id := containerIDOf(req.GetContainerId())
+	if _, err := s.attempt(snap, attemptIDProto(id.Attempt)); err != nil {
+		return nil, err
+	}
+	c := snap.Container(id)
+	if c == nil {
+		return nil, yarnerr.ContainerNotFound(id.String())
+	}
+	return &yarnpb.GetContainerReportResponseProto{ContainerReport: containerReport(c)}, nil
+}
+
+func (s *Service) moveApplicationAcrossQueues(ctx context.Context, req *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
+	if err := s.mgr.Move(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetTargetQueue()); err != nil {
+		return nil, err
+	}
+	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil
+}
+
+func (s *Service) updateApplicationPriority(ctx context.Context, req *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
+	p, err := s.mgr.UpdatePriority(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetApplicationPriority().GetPriority())
+	if err != nil {
+		return nil, err
+	}
+	return &yarnpb.UpdateApplicationPriorityResponseProto{ApplicationPriority: &yarnpb.PriorityProto{Priority: proto.Int32(p)}}, nil
+}
+
+func (s *Service) getDelegationToken(ctx context.Context, req *commonpb.GetDelegationTokenRequestProto) (*commonpb.GetDelegationTokenResponseProto, error) {
+	c := ipc.CallerFrom(ctx)
+	if c != nil && c.Auth == ipc.AuthToken {
+		// As in YARN: a token cannot be used to obtain further tokens.
+		return nil, ipc.Errorf(ipc.ClassIOException, "Delegation Token can be issued only with kerberos or web authentication")
+	}
+	renewer := req.GetRenewer()
+	if i := strings.IndexAny(renewer, "/@"); i >= 0 {
+		renewer = renewer[:i] // the short name, as HadoopKerberosName gives it
+	}
+	id, pw, err := s.tokens.Issue(user(ctx), renewer, c.RealUserOrEmpty())
+	if err != nil {
+		return nil, err
+	}
+	return &commonpb.GetDelegationTokenResponseProto{Token: &commonpb.TokenProto{
+		Identifier: id, Password: pw, Kind: proto.String(DelegationTokenKind), Service: proto.String(""),
+	}}, nil
+}
+
+func (s *Service) renewDelegationToken(ctx context.Context, req *commonpb.RenewDelegationTokenRequestProto) (*commonpb.RenewDelegationTokenResponseProto, error) {
+	exp, err := s.tokens.Renew(req.GetToken().GetIdentifier(), req.GetToken().GetPassword(), user(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &commonpb.RenewDelegationTokenResponseProto{NewExpiryTime: proto.Uint64(uint64(exp))}, nil
+}
+
+func (s *Service) cancelDelegationToken(ctx context.Context, req *commonpb.CancelDelegationTokenRequestProto) (*commonpb.CancelDelegationTokenResponseProto, error) {
+	if err := s.tokens.Cancel(req.GetToken().GetIdentifier(), user(ctx)); err != nil {
+		return nil, err
+	}
+	return &commonpb.CancelDelegationTokenResponseProto{}, nil
+}
+
+func (s *Service) getResourceTypeInfo(ctx context.Context, _ *yarnpb.GetAllResourceTypeInfoRequestProto) (*yarnpb.GetAllResourceTypeInfoResponseProto, error) {
+	return &yarnpb.GetAllResourceTypeInfoResponseProto{ResourceTypeInfo: []*yarnpb.ResourceTypeInfoProto{
+		{Name: proto.String("memory-mb"), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+		{Name: proto.String("vcores"), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+	}}, nil
+}
