@@ -26,7 +26,7 @@ type fixture struct {
 	mgr  *rm.Manager
 }
 
-func start(t *testing.T) *fixture {
+func start(t testing.TB) *fixture {
 	t.Helper()
 	d, err := state.OpenBolt(t.TempDir())
 	if err != nil {
@@ -66,7 +66,7 @@ func start(t *testing.T) *fixture {
 	return &fixture{addr: ln.Addr().String(), mgr: mgr}
 }
 
-func (f *fixture) dial(t *testing.T, user string, tok *ipc.Token) *ipc.Client {
+func (f *fixture) dial(t testing.TB, user string, tok *ipc.Token) *ipc.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func (f *fixture) dial(t *testing.T, user string, tok *ipc.Token) *ipc.Client {
 	return c
 }
 
-func call[Resp proto.Message](t *testing.T, c *ipc.Client, method string, req proto.Message, resp Resp) (Resp, error) {
+func call[Resp proto.Message](t testing.TB, c *ipc.Client, method string, req proto.Message, resp Resp) (Resp, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -93,7 +93,7 @@ func remoteClass(err error) string {
 	return ""
 }
 
-func submit(t *testing.T, c *ipc.Client, queue string, tags ...string) (*yarnpb.ApplicationIdProto, error) {
+func submit(t testing.TB, c *ipc.Client, queue string, tags ...string) (*yarnpb.ApplicationIdProto, error) {
 	t.Helper()
 	newApp, err := call(t, c, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, &yarnpb.GetNewApplicationResponseProto{})
 	if err != nil {
