@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-sh/weft/rmfacade/ipc"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/ipc"
 )
 
 // BenchmarkGetApplicationReport measures getApplicationReport over

@@ -11,14 +11,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
-	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
-	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 )
 
 type fixture struct {
