@@ -28,6 +28,8 @@ deps:
 test: deps verify-generate unit-test e2e-test
 
 unit-test:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 

@@ -1,0 +1,240 @@
+package rest
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
+	t.Helper()
+	d, err := state.OpenBolt(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := quota.NewTree(append(quota.DefaultQueues, quota.QueueConfig{Path: "root.batch", Capacity: 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{MaxPriority: 5, Logger: quiet})
+	if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", Port: 8041, Rack: "/default-rack", HTTPAddress: "n1:8042",
+		State: records.NodeRunning, Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(mgr, Options{Logger: quiet}))
+	t.Cleanup(func() { srv.Close(); st.Close() })
+	return srv, mgr
+}
+
+type exchange struct {
+	name, method, path, accept, contentType, body string
+	wantStatus                                    int
+	// wantJSON lists dotted paths into the JSON body and their expected
+	// values as fmt %v renders them.
+	wantJSON map[string]string
+	wantText []string
+}
+
+func do(t *testing.T, srv *httptest.Server, ex exchange) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(ex.method, srv.URL+ex.path, strings.NewReader(ex.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.accept != "" {
+		req.Header.Set("Accept", ex.accept)
+	}
+	if ex.contentType != "" {
+		req.Header.Set("Content-Type", ex.contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// lookup follows a dotted path ("apps.app.0.id") through decoded JSON.
+func lookup(v any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		switch cur := v.(type) {
+		case map[string]any:
+			v = cur[p]
+		case []any:
+			i := 0
+			for _, c := range p {
+				i = i*10 + int(c-'0')
+			}
+			if i >= len(cur) {
+				return nil
+			}
+			v = cur[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func check(t *testing.T, srv *httptest.Server, tests []exchange) {
+	t.Helper()
+	for _, ex := range tests {
+		t.Run(ex.name, func(t *testing.T) {
+			status, body := do(t, srv, ex)
+			if status != ex.wantStatus {
+				t.Fatalf("status %d, want %d: %s", status, ex.wantStatus, body)
+			}
+			if len(ex.wantJSON) > 0 {
+				var v any
+				if err := json.Unmarshal(body, &v); err != nil {
+					t.Fatalf("body is not JSON: %v: %s", err, body)
+				}
+				for path, want := range ex.wantJSON {
+					if got := lookup(v, path); sprintf("%v", got) != want {
+						t.Errorf("%s = %v, want %s (body %s)", path, got, want, body)
+					}
+				}
+			}
+			for _, s := range ex.wantText {
+				if !strings.Contains(string(body), s) {
+					t.Errorf("body lacks %q: %s", s, body)
+				}
+			}
+		})
+	}
+}
+
+func TestRESTApplications(t *testing.T) {
+	srv, mgr := newServer(t)
+
+	status, body := do(t, srv, exchange{method: "POST", path: "/ws/v1/cluster/apps/new-application?user.name=alice"})
+	if status != 200 {
+		t.Fatalf("new-application: %d %s", status, body)
+	}
+	var na newApplication
+	if err := json.Unmarshal(body, &na); err != nil || na.MaxCapability.Memory != 8192 {
+		t.Fatalf("new-application body %s: %v", body, err)
+	}
+	id := na.ApplicationID
+	submission := `{"application-id":"` + id + `","application-name":"rest-app","queue":"batch","priority":3,
+		"am-container-spec":{"commands":{"command":"{{JAVA_HOME}}/bin/java -Xmx256m Main"},
+		  "environment":{"entry":[{"key":"A","value":"1"},{"key":"B","value":"2"}]},
+		  "local-resources":{"entry":{"key":"app.jar","value":{"resource":"hdfs://nn:8020/user/alice/app.jar","type":"FILE","visibility":"APPLICATION","size":42,"timestamp":7}}}},
+		"resource":{"memory":512,"vCores":1},"application-type":"SPARK","application-tags":{"tag":["Etl","nightly"]}}`
+	xmlSubmission := `<?xml version="1.0"?><application-submission-context><application-id>%s</application-id>
+		<application-name>xml-app</application-name><am-container-spec><commands><command>sleep 1</command></commands></am-container-spec>
+		<resource><memory>1024</memory><vCores>1</vCores></resource><application-tags><tag>a</tag><tag>b</tag></application-tags></application-submission-context>`
+	xmlID := mgr.NewApplicationID().String()
+
+	check(t, srv, []exchange{
+		{name: "submit without user", method: "POST", path: "/ws/v1/cluster/apps", contentType: "application/json", body: submission, wantStatus: 403,
+			wantJSON: map[string]string{"RemoteException.exception": "AuthorizationException"}},
+		{name: "submit json", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: submission, wantStatus: 202},
+		{name: "submit xml", method: "POST", path: "/ws/v1/cluster/apps?user.name=bob", contentType: "application/xml", body: sprintf(xmlSubmission, xmlID), wantStatus: 202},
+		{name: "submit unknown queue", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json",
+			body: `{"application-id":"` + mgr.NewApplicationID().String() + `","queue":"nope"}`, wantStatus: 400,
+			wantJSON: map[string]string{"RemoteException.javaClassName": "org.apache.hadoop.yarn.exceptions.YarnException"}},
+		{name: "submit malformed", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: `{"application-id":`, wantStatus: 400,
+			wantJSON: map[string]string{"RemoteException.exception": "BadRequestException"}},
+		{name: "submit bad id", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: `{"application-id":"app_1"}`, wantStatus: 400},
+		{name: "get app", method: "GET", path: "/ws/v1/cluster/apps/" + id, wantStatus: 200, wantJSON: map[string]string{
+			"app.id": id, "app.user": "alice", "app.queue": "batch", "app.state": "ACCEPTED", "app.finalStatus": "UNDEFINED",
+			"app.applicationType": "SPARK", "app.applicationTags": "etl,nightly", "app.priority": "3", "app.name": "rest-app"}},
+		{name: "get app xml", method: "GET", path: "/ws/v1/cluster/apps/" + xmlID, accept: "application/xml", wantStatus: 200,
+			wantText: []string{"<app><id>" + xmlID + "</id><user>bob</user>", "<applicationTags>a,b</applicationTags>"}},
+		{name: "unknown app", method: "GET", path: "/ws/v1/cluster/apps/application_1_0042", wantStatus: 404, wantJSON: map[string]string{
+			"RemoteException.exception": "NotFoundException", "RemoteException.javaClassName": "org.apache.hadoop.yarn.webapp.NotFoundException"}},
+		{name: "malformed app id", method: "GET", path: "/ws/v1/cluster/apps/nonsense", wantStatus: 400, wantJSON: map[string]string{"RemoteException.exception": "BadRequestException"}},
+		{name: "list", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id, "apps.app.1.id": xmlID}},
+		{name: "list by queue", method: "GET", path: "/ws/v1/cluster/apps?queue=default", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": xmlID, "apps.app.1": "<nil>"}},
+		{name: "list by user and tags", method: "GET", path: "/ws/v1/cluster/apps?user=alice&applicationTags=ETL", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id}},
+		{name: "list by type", method: "GET", path: "/ws/v1/cluster/apps?applicationTypes=spark,mapreduce", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id, "apps.app.1": "<nil>"}},
+		{name: "list limit", method: "GET", path: "/ws/v1/cluster/apps?limit=1", wantStatus: 200, wantJSON: map[string]string{"apps.app.1": "<nil>"}},
+		{name: "list started window", method: "GET", path: "/ws/v1/cluster/apps?startedTimeBegin=1&startedTimeEnd=2", wantStatus: 200, wantJSON: map[string]string{"apps": "<nil>"}},
+		{name: "list bad state", method: "GET", path: "/ws/v1/cluster/apps?states=SLEEPING", wantStatus: 400},
+		{name: "list bad limit", method: "GET", path: "/ws/v1/cluster/apps?limit=-1", wantStatus: 400},
+		{name: "list bad window", method: "GET", path: "/ws/v1/cluster/apps?startedTimeBegin=5&startedTimeEnd=2", wantStatus: 400},
+		{name: "state", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/state", wantStatus: 200, wantJSON: map[string]string{"state": "ACCEPTED"}},
+		{name: "attempts", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/appattempts", wantStatus: 200, wantJSON: map[string]string{
+			"appAttempts.appAttempt.0.id": "1", "appAttempts.appAttempt.0.appAttemptState": "SCHEDULED"}},
+		{name: "priority", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/priority?user.name=alice", contentType: "application/json", body: `{"priority":9}`,
+			wantStatus: 200, wantJSON: map[string]string{"priority": "5"}},
+		{name: "move", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/queue?user.name=alice", contentType: "application/json", body: `{"queue":"default"}`,
+			wantStatus: 200, wantJSON: map[string]string{"queue": "default"}},
+		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state", contentType: "application/json", body: `{"state":"KILLED"}`, wantStatus: 403},
+		{name: "bad target state", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"RUNNING"}`, wantStatus: 400},
+		{name: "kill", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"KILLED"}`,
+			wantStatus: 200, wantJSON: map[string]string{"state": "KILLED"}},
+		{name: "killed", method: "GET", path: "/ws/v1/cluster/apps?states=KILLED", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.finalStatus": "KILLED"}},
+		{name: "final status filter", method: "GET", path: "/ws/v1/cluster/apps?finalStatus=UNDEFINED", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": xmlID}},
+		{name: "move killed", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/queue?user.name=alice", contentType: "application/json", body: `{"queue":"batch"}`, wantStatus: 400},
+		{name: "wrong method", method: "DELETE", path: "/ws/v1/cluster/apps/" + id, wantStatus: 405},
+		{name: "unknown resource", method: "GET", path: "/ws/v1/cluster/bogus", wantStatus: 404},
+		{name: "ui app page", method: "GET", path: "/cluster/app/" + id, wantStatus: 200, wantText: []string{"rest-app", "KILLED"}},
+		{name: "proxy before AM", method: "GET", path: "/proxy/" + xmlID + "/", wantStatus: 200, wantText: []string{"xml-app"}},
+	})
+
+	// The REST submission reaches the store as the same proto IPC clients send.
+	a, err := mgr.Application(records.ApplicationID{ClusterTimestamp: mgr.ClusterTimestamp(), ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &yarnpb.ApplicationSubmissionContextProto{}
+	if err := proto.Unmarshal(a.SubmissionContext, sc); err != nil {
+		t.Fatal(err)
+	}
+	clc := sc.GetAmContainerSpec()
+	lr := clc.GetLocalResources()
+	if len(clc.GetCommand()) != 1 || len(clc.GetEnvironment()) != 2 || len(lr) != 1 || lr[0].GetValue().GetResource().GetHost() != "nn" ||
+		lr[0].GetValue().GetResource().GetPort() != 8020 || lr[0].GetValue().GetResource().GetFile() != "/user/alice/app.jar" || lr[0].GetValue().GetSize() != 42 {
+		t.Fatalf("stored launch context %v", clc)
+	}
+}
+
+func TestRESTCluster(t *testing.T) {
+	srv, _ := newServer(t)
+	check(t, srv, []exchange{
+		{name: "cluster", method: "GET", path: "/ws/v1/cluster", wantStatus: 200, wantJSON: map[string]string{"clusterInfo.state": "STARTED", "clusterInfo.haState": "ACTIVE"}},
+		{name: "info", method: "GET", path: "/ws/v1/cluster/info", wantStatus: 200, wantJSON: map[string]string{"clusterInfo.hadoopVersion": HadoopVersion}},
+		{name: "info xml", method: "GET", path: "/ws/v1/cluster/info", accept: "application/xml", wantStatus: 200, wantText: []string{"<clusterInfo><id>"}},
+		{name: "metrics", method: "GET", path: "/ws/v1/cluster/metrics", wantStatus: 200, wantJSON: map[string]string{
+			"clusterMetrics.activeNodes": "1", "clusterMetrics.totalMB": "8192", "clusterMetrics.appsSubmitted": "0"}},
+		{name: "scheduler", method: "GET", path: "/ws/v1/cluster/scheduler", wantStatus: 200, wantJSON: map[string]string{
+			"scheduler.schedulerInfo.type": "capacityScheduler", "scheduler.schedulerInfo.queueName": "root",
+			"scheduler.schedulerInfo.queues.queue.0.queuePath": "root.default", "scheduler.schedulerInfo.queues.queue.1.queueName": "batch"}},
+		{name: "scheduler xml", method: "GET", path: "/ws/v1/cluster/scheduler", accept: "application/xml", wantStatus: 200, wantText: []string{"<scheduler><schedulerInfo"}},
+		{name: "empty apps", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantText: []string{`{"apps":null}`}},
+		{name: "nodes", method: "GET", path: "/ws/v1/cluster/nodes", wantStatus: 200, wantJSON: map[string]string{
+			"nodes.node.0.id": "n1:8041", "nodes.node.0.state": "RUNNING", "nodes.node.0.availMemoryMB": "8192"}},
+		{name: "nodes by state", method: "GET", path: "/ws/v1/cluster/nodes?states=LOST", wantStatus: 200, wantText: []string{`{"nodes":null}`}},
+		{name: "node", method: "GET", path: "/ws/v1/cluster/nodes/n1:8041", wantStatus: 200, wantJSON: map[string]string{"node.nodeHostName": "n1"}},
+		{name: "unknown node", method: "GET", path: "/ws/v1/cluster/nodes/n9:1", wantStatus: 404},
+		{name: "ui", method: "GET", path: "/cluster/nodes", wantStatus: 200, wantText: []string{"n1:8041"}},
+	})
+	// XML bodies parse as XML.
+	_, body := do(t, srv, exchange{method: "GET", path: "/ws/v1/cluster/metrics", accept: "application/xml"})
+	var m clusterMetrics
+	if err := xml.Unmarshal(body, &m); err != nil || m.TotalMB != 8192 {
+		t.Fatalf("xml metrics %s: %v", body, err)
+	}
+}

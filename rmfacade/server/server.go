@@ -1,0 +1,171 @@
+// Package server wires the ResourceManager facade together: the state
+// store, the application lifecycle, the IPC client protocol and the REST
+// API, each on its own listener.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/clientrm"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rest"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// Config configures the facade. Addresses default to YARN's ports on
+// loopback.
+type Config struct {
+	// ClientAddr serves ApplicationClientProtocol (yarn.resourcemanager.address).
+	ClientAddr string
+	// WebAddr serves the REST API and UI (yarn.resourcemanager.webapp.address).
+	WebAddr string
+	// DataDir holds the embedded state store.
+	DataDir string
+	// Queues is the queue tree (default quota.DefaultQueues).
+	Queues []quota.QueueConfig
+	// RM tunes the application lifecycle.
+	RM rm.Options
+	// LocalNode registers this machine as the cluster's one node, for the
+	// embedded default without Kubernetes.
+	LocalNode bool
+	// TokenKey is the master key of RM delegation tokens (default: a key
+	// created once and kept in DataDir, so tokens survive restarts).
+	TokenKey []byte
+	Logger   *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.ClientAddr == "" {
+		c.ClientAddr = "127.0.0.1:8032"
+	}
+	if c.WebAddr == "" {
+		c.WebAddr = "127.0.0.1:8088"
+	}
+	if c.Queues == nil {
+		c.Queues = quota.DefaultQueues
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.RM.Logger == nil {
+		c.RM.Logger = c.Logger
+	}
+}
+
+// Server is a running facade.
+type Server struct {
+	cfg     Config
+	store   *state.Store
+	Manager *rm.Manager
+
+	ipc          *ipc.Server
+	web          *http.Server
+	lnIPC, lnWeb net.Listener
+}
+
+// New opens the store and binds the listeners; Serve starts serving.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	tree, err := quota.NewTree(cfg.Queues)
+	if err != nil {
+		return nil, err
+	}
+	durable, err := state.OpenBolt(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	store, err := state.Open(durable)
+	if err != nil {
+		durable.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM)}
+	if err := s.init(); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) init() error {
+	key := s.cfg.TokenKey
+	if key == nil {
+		var err error
+		if key, err = clientrm.LoadOrCreateKey(s.cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	tokens := clientrm.NewDelegationTokens(s.store, key, clientrm.TokenOptions{})
+	var err error
+	s.lnIPC, err = net.Listen("tcp", s.cfg.ClientAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.ClientAddr, err)
+	}
+	s.lnWeb, err = net.Listen("tcp", s.cfg.WebAddr)
+	if err != nil {
+		s.lnIPC.Close()
+		return fmt.Errorf("listen %s: %w", s.cfg.WebAddr, err)
+	}
+	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
+	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
+	if err != nil {
+		return err
+	}
+	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger}), ReadHeaderTimeout: 10 * time.Second}
+	if s.cfg.LocalNode {
+		return s.registerLocalNode()
+	}
+	return nil
+}
+
+// ClientAddr and WebAddr are the bound addresses.
+func (s *Server) ClientAddr() string { return s.lnIPC.Addr().String() }
+func (s *Server) WebAddr() string    { return s.lnWeb.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 2)
+	go func() { errc <- s.ipc.Serve(s.lnIPC) }()
+	go func() { errc <- s.web.Serve(s.lnWeb) }()
+	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "web", s.WebAddr(),
+		"clusterTimestamp", s.Manager.ClusterTimestamp())
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.ipc.Shutdown(shutdownCtx)
+	s.web.Shutdown(shutdownCtx)
+	s.store.Close()
+	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// registerLocalNode reports this machine as a node: what the embedded
+// default schedules onto when no Kubernetes cluster is configured.
+func (s *Server) registerLocalNode() error {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
+	return s.Manager.PutNode(&records.Node{
+		ID: host + ":8041", Host: host, Port: 8041, Rack: "/default-rack", HTTPAddress: host + ":8042",
+		State: records.NodeRunning, Capability: records.Resource{MemoryMB: physicalMemoryMB(), VCores: int32(runtime.NumCPU())},
+		LastHealthUpdate: time.Now().UnixMilli(),
+	})
+}

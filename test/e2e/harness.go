@@ -1,0 +1,136 @@
+// Package e2e holds Weft's end-to-end suites: real binaries, real Hadoop
+// clients from Maven, real peers. This file starts and stops Weft's
+// processes for them.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BuildBinaries compiles Weft's commands into dir and returns it.
+func BuildBinaries(ctx context.Context, dir string) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/...")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FreeAddr returns a loopback address with a port free right now.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// RM is a running weft-rm process.
+type RM struct {
+	Bin, DataDir        string
+	ClientAddr, WebAddr string
+	Args                []string
+
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+// Start launches the process and waits until both ports answer.
+func (r *RM) Start(ctx context.Context) error {
+	args := append([]string{"--client-address", r.ClientAddr, "--webapp-address", r.WebAddr, "--data-dir", r.DataDir}, r.Args...)
+	r.cmd = exec.Command(r.Bin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = &lockedWriter{mu: &r.mu, w: &r.logs}, &lockedWriter{mu: &r.mu, w: &r.logs}
+	if err := r.cmd.Start(); err != nil {
+		return err
+	}
+	r.done = make(chan struct{})
+	go func() { r.cmd.Wait(); close(r.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-r.done:
+			return fmt.Errorf("weft-rm exited: %s", r.Logs())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", r.ClientAddr, time.Second); err == nil {
+			c.Close()
+			if resp, err := http.Get("http://" + r.WebAddr + "/ws/v1/cluster/info"); err == nil {
+				resp.Body.Close()
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.Stop()
+	return fmt.Errorf("weft-rm not ready: %s", r.Logs())
+}
+
+// Stop ends the process gracefully (SIGTERM), killing it after 15s.
+func (r *RM) Stop() error {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return nil
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		r.cmd.Process.Kill()
+		<-r.done
+	}
+	return nil
+}
+
+// Logs returns what the process printed.
+func (r *RM) Logs() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logs.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
