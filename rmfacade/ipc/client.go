@@ -47,8 +47,8 @@ type Client struct {
 
 	wmu    sync.Mutex
 	mu     sync.Mutex
-	nextID uint32
-	calls  map[uint32]chan clientResult
+	nextID int32
+	calls  map[int32]chan clientResult
 	err    error
 	done   chan struct{}
 }
@@ -78,7 +78,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	if opts.ProtocolVersion == 0 {
 		opts.ProtocolVersion = 1
 	}
-	c := &Client{nc: nc, opts: opts, clientID: make([]byte, 16), calls: map[uint32]chan clientResult{}, done: make(chan struct{})}
+	c := &Client{nc: nc, opts: opts, clientID: make([]byte, 16), calls: map[int32]chan clientResult{}, done: make(chan struct{})}
 	rand.Read(c.clientID)
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
@@ -174,11 +174,11 @@ func (c *Client) authenticateToken(br *bufio.Reader) error {
 	return dc.Verify(done.GetToken())
 }
 
-func (c *Client) header(callID uint32) *commonpb.RpcRequestHeaderProto {
+func (c *Client) header(callID int32) *commonpb.RpcRequestHeaderProto {
 	return &commonpb.RpcRequestHeaderProto{
 		RpcKind:  commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(),
 		RpcOp:    commonpb.RpcRequestHeaderProto_RPC_FINAL_PACKET.Enum(),
-		CallId:   proto.Uint32(callID),
+		CallId:   proto.Int32(callID),
 		ClientId: c.clientID,
 	}
 }
@@ -246,7 +246,7 @@ func (c *Client) readLoop(br *bufio.Reader) {
 			break
 		}
 		c.mu.Lock()
-		ch, ok := c.calls[hdr.GetCallId()]
+		ch, ok := c.calls[int32(hdr.GetCallId())]
 		c.mu.Unlock()
 		if ok {
 			ch <- clientResult{hdr: hdr, body: body}

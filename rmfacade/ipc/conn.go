@@ -114,7 +114,7 @@ func (c *conn) handshake() error {
 		return errors.New("HTTP request on the IPC port")
 	}
 	if p.version != CurrentVersion {
-		return c.sendFatal(uint32(0xFFFFFFFF), fatalf(commonpb.RpcResponseHeaderProto_FATAL_VERSION_MISMATCH, ClassVersionMismatch,
+		return c.sendFatal(callIDUnknown, fatalf(commonpb.RpcResponseHeaderProto_FATAL_VERSION_MISMATCH, ClassVersionMismatch,
 			"Server IPC version %d cannot communicate with client version %d", CurrentVersion, p.version))
 	}
 	switch p.authProtocol {
@@ -181,7 +181,7 @@ func (c *conn) negotiateSASL() error {
 			return err
 		}
 		if hdr.GetCallId() != callIDSASL {
-			return unauthorized(ClassAccessControlException, "SASL message expected, got call id %d", int32(hdr.GetCallId()))
+			return unauthorized(ClassAccessControlException, "SASL message expected, got call id %d", hdr.GetCallId())
 		}
 		msg := &commonpb.RpcSaslProto{}
 		if _, err := consumeDelimited(rest, msg); err != nil {
@@ -326,9 +326,9 @@ func (c *conn) readCalls() error {
 		if hdr.GetRpcOp() == commonpb.RpcRequestHeaderProto_RPC_CLOSE_CONNECTION {
 			return nil
 		}
-		if int32(hdr.GetCallId()) < 0 {
+		if hdr.GetCallId() < 0 {
 			return c.sendFatal(hdr.GetCallId(), fatalf(commonpb.RpcResponseHeaderProto_FATAL_INVALID_RPC_HEADER, ClassRPCServerException,
-				"Invalid call id %d", int32(hdr.GetCallId())))
+				"Invalid call id %d", hdr.GetCallId()))
 		}
 		if hdr.GetRpcKind() != commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER {
 			return c.sendFatalFor(hdr, fatalf(commonpb.RpcResponseHeaderProto_FATAL_UNSUPPORTED_SERIALIZATION, ClassRPCServerException,
@@ -375,7 +375,7 @@ func (c *conn) call(hdr *commonpb.RpcRequestHeaderProto, m Method, req proto.Mes
 		c.calls.Done()
 	}()
 	caller := c.caller
-	caller.ClientID, caller.CallID, caller.RetryCount = hdr.GetClientId(), int32(hdr.GetCallId()), hdr.GetRetryCount()
+	caller.ClientID, caller.CallID, caller.RetryCount = hdr.GetClientId(), hdr.GetCallId(), hdr.GetRetryCount()
 	resp, err := c.invoke(WithCaller(c.ctx, &caller), m, req)
 	if err := c.respond(hdr, resp, err); err != nil {
 		c.log.Debug("write response", "err", err)
@@ -426,9 +426,9 @@ func (c *conn) respond(hdr *commonpb.RpcRequestHeaderProto, resp proto.Message, 
 	return c.write(frame)
 }
 
-func (c *conn) responseHeader(callID uint32, req *commonpb.RpcRequestHeaderProto) *commonpb.RpcResponseHeaderProto {
+func (c *conn) responseHeader(callID int32, req *commonpb.RpcRequestHeaderProto) *commonpb.RpcResponseHeaderProto {
 	rh := &commonpb.RpcResponseHeaderProto{
-		CallId:              proto.Uint32(callID),
+		CallId:              proto.Uint32(uint32(callID)),
 		Status:              commonpb.RpcResponseHeaderProto_SUCCESS.Enum(),
 		ServerIpcVersionNum: proto.Uint32(CurrentVersion),
 	}
@@ -456,7 +456,7 @@ func setError(rh *commonpb.RpcResponseHeaderProto, re *RemoteError) {
 
 // sendFatal writes a fatal error for a connection-level exchange and
 // returns it, so callers end the connection with it.
-func (c *conn) sendFatal(callID uint32, re *RemoteError) error {
+func (c *conn) sendFatal(callID int32, re *RemoteError) error {
 	rh := c.responseHeader(callID, nil)
 	setError(rh, re)
 	if frame, err := encodeFrame(rh); err == nil {

@@ -21,11 +21,15 @@ const (
 	authProtocolNone = 0x00
 	authProtocolSASL = 0xDF // -33 as a signed byte
 
-	// Reserved call ids, as uint32 on the wire (they are negative int32s).
-	callIDConnectionContext = uint32(0xFFFFFFFD) // -3
-	callIDPing              = uint32(0xFFFFFFFC) // -4
-	callIDSASL              = uint32(0xFFFFFFDF) // -33
-	callIDInvalid           = uint32(0xFFFFFFFE) // -2
+	// Reserved call ids. Requests carry them as sint32; responses echo
+	// them in a uint32 field, so -33 comes back as 0xFFFFFFDF.
+	callIDConnectionContext int32 = -3
+	callIDPing              int32 = -4
+	callIDSASL              int32 = -33
+	callIDInvalid           int32 = -2
+	// callIDUnknown answers a client whose call id is not known yet
+	// (a bad connection header), as Hadoop's server does.
+	callIDUnknown int32 = -1
 
 	// DefaultMaxFrameSize matches ipc.maximum.data.length (128 MiB).
 	DefaultMaxFrameSize = 128 << 20

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 )
 
@@ -36,9 +38,22 @@ func FuzzReadFrame(f *testing.F) {
 // kind of connection header: it must end the connection (or keep reading)
 // without panicking, and never hang past its deadlines.
 func FuzzConnection(f *testing.F) {
+	hdr := func(id int32) *commonpb.RpcRequestHeaderProto {
+		return &commonpb.RpcRequestHeaderProto{RpcKind: commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(), CallId: proto.Int32(id), ClientId: []byte("0123456789abcdef")}
+	}
+	frame := func(msgs ...proto.Message) []byte {
+		b, err := encodeFrame(msgs...)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	context := frame(hdr(-3), &commonpb.IpcConnectionContextProto{UserInfo: &commonpb.UserInformationProto{EffectiveUser: proto.String("u")}, Protocol: proto.String(echoProtocol)})
+	call := frame(hdr(0), &commonpb.RequestHeaderProto{MethodName: proto.String("echo"), DeclaringClassProtocolName: proto.String(echoProtocol),
+		ClientProtocolVersion: proto.Uint64(1)}, &commonpb.UserInformationProto{EffectiveUser: proto.String("x")})
 	f.Add(byte(0), []byte{})
-	f.Add(byte(0), []byte{0, 0, 0, 30, 12, 8, 2, 16, 0, 24, 253, 255, 255, 255, 15, 34, 0, 14, 18, 3, 10, 1, 117})
-	f.Add(byte(0xdf), []byte{0, 0, 0, 10, 8, 8, 2, 24, 223, 255, 255, 255, 15, 2, 16, 1})
+	f.Add(byte(0), append(append([]byte{}, context...), call...))
+	f.Add(byte(0xdf), frame(hdr(-33), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_NEGOTIATE.Enum()}))
 	f.Fuzz(func(t *testing.T, auth byte, b []byte) {
 		srv, err := NewServer(Options{Simple: true, Tokens: testTokens{key: []byte("k")}, HandshakeTimeout: time.Second,
 			IdleTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, echoService())

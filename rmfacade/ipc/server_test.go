@@ -273,7 +273,7 @@ func frameOf(t *testing.T, msgs ...proto.Message) []byte {
 
 func TestBadInput(t *testing.T) {
 	hdr := func(callID int32) *commonpb.RpcRequestHeaderProto {
-		return &commonpb.RpcRequestHeaderProto{RpcKind: commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(), CallId: proto.Uint32(uint32(callID)), ClientId: []byte("0123456789abcdef")}
+		return &commonpb.RpcRequestHeaderProto{RpcKind: commonpb.RpcKindProto_RPC_PROTOCOL_BUFFER.Enum(), CallId: proto.Int32(callID), ClientId: []byte("0123456789abcdef")}
 	}
 	simpleCtx := frameOf(t, hdr(-3), &commonpb.IpcConnectionContextProto{UserInfo: &commonpb.UserInformationProto{EffectiveUser: proto.String("u")}})
 	lengthPrefix := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
@@ -296,7 +296,7 @@ func TestBadInput(t *testing.T) {
 		{name: "garbage header", send: cat(preNone, lengthPrefix(6), []byte{0x05, 0xff, 0xff, 0xff, 0xff, 0xff}), wantClass: ClassRPCServerException},
 		{name: "call before context", send: cat(preNone, frameOf(t, hdr(0))), wantClass: ClassRPCServerException},
 		{name: "bad call id", send: cat(preNone, simpleCtx, frameOf(t, hdr(-7))), wantClass: ClassRPCServerException},
-		{name: "writable rpc kind", send: cat(preNone, simpleCtx, frameOf(t, &commonpb.RpcRequestHeaderProto{RpcKind: commonpb.RpcKindProto_RPC_WRITABLE.Enum(), CallId: proto.Uint32(1), ClientId: []byte("x")})), wantClass: ClassRPCServerException},
+		{name: "writable rpc kind", send: cat(preNone, simpleCtx, frameOf(t, &commonpb.RpcRequestHeaderProto{RpcKind: commonpb.RpcKindProto_RPC_WRITABLE.Enum(), CallId: proto.Int32(1), ClientId: []byte("x")})), wantClass: ClassRPCServerException},
 		{name: "undecodable request", send: cat(preNone, simpleCtx, lengthPrefix(0), []byte{}), wantClass: ClassRPCServerException},
 		{name: "unsupported SASL mechanism", send: cat(preSASL, frameOf(t, hdr(-33), &commonpb.RpcSaslProto{State: commonpb.RpcSaslProto_INITIATE.Enum(),
 			Auths: []*commonpb.RpcSaslProto_SaslAuth{{Method: proto.String("KERBEROS"), Mechanism: proto.String("GSSAPI")}}})), wantClass: ClassAccessControlException},

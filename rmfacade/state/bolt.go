@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,9 @@ func OpenBolt(dir string) (*BoltDurable, error) {
 	}
 	path := filepath.Join(dir, "rm-state.db")
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("state: %s is locked: is another weft-rm using this data directory?", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", path, err)
 	}

@@ -477,8 +477,8 @@ type RpcRequestHeaderProto struct {
 	RpcOp   *RpcRequestHeaderProto_OperationProto `protobuf:"varint,2,opt,name=rpcOp,enum=hadoop.common.RpcRequestHeaderProto_OperationProto" json:"rpcOp,omitempty"`
 	// Echoed in the response. Negative values (as int32) are reserved for
 	// connection-level traffic: -3 connection context, -4 ping, -33 SASL.
-	CallId   *uint32 `protobuf:"varint,3,req,name=callId" json:"callId,omitempty"`
-	ClientId []byte  `protobuf:"bytes,4,req,name=clientId" json:"clientId,omitempty"`
+	CallId   *int32 `protobuf:"zigzag32,3,req,name=callId" json:"callId,omitempty"`
+	ClientId []byte `protobuf:"bytes,4,req,name=clientId" json:"clientId,omitempty"`
 	// 1 means the first retry; -1 that the call is not a retry.
 	RetryCount           *int32                 `protobuf:"zigzag32,5,opt,name=retryCount,def=-1" json:"retryCount,omitempty"`
 	TraceInfo            *RPCTraceInfoProto     `protobuf:"bytes,6,opt,name=traceInfo" json:"traceInfo,omitempty"`
@@ -538,7 +538,7 @@ func (x *RpcRequestHeaderProto) GetRpcOp() RpcRequestHeaderProto_OperationProto 
 	return RpcRequestHeaderProto_RPC_FINAL_PACKET
 }
 
-func (x *RpcRequestHeaderProto) GetCallId() uint32 {
+func (x *RpcRequestHeaderProto) GetCallId() int32 {
 	if x != nil && x.CallId != nil {
 		return *x.CallId
 	}
@@ -870,7 +870,7 @@ const file_hadoop_common_RpcHeader_proto_rawDesc = "" +
 	"\x15RpcRequestHeaderProto\x125\n" +
 	"\arpcKind\x18\x01 \x01(\x0e2\x1b.hadoop.common.RpcKindProtoR\arpcKind\x12I\n" +
 	"\x05rpcOp\x18\x02 \x01(\x0e23.hadoop.common.RpcRequestHeaderProto.OperationProtoR\x05rpcOp\x12\x16\n" +
-	"\x06callId\x18\x03 \x02(\rR\x06callId\x12\x1a\n" +
+	"\x06callId\x18\x03 \x02(\x11R\x06callId\x12\x1a\n" +
 	"\bclientId\x18\x04 \x02(\fR\bclientId\x12\"\n" +
 	"\n" +
 	"retryCount\x18\x05 \x01(\x11:\x02-1R\n" +

@@ -1,0 +1,214 @@
+// Package hadoop runs real Apache Hadoop clients — the `yarn` CLI classes
+// and small programs written against Hadoop's public API — from pinned
+// releases fetched with Maven, for Weft's compatibility tests.
+package hadoop
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+// Versions are the Hadoop releases compatibility is proven against.
+var Versions = []string{"3.3.6", "3.4.1"}
+
+// Dist is one Hadoop release's client classpath plus Weft's harness jar.
+type Dist struct {
+	Version   string
+	Classpath string
+}
+
+// sourceDir is this package's directory, where the Maven projects live.
+func sourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// cacheRoot is where builds are kept between runs ($WEFT_CACHE or
+// ~/.cache/weft).
+func cacheRoot() string {
+	if d := os.Getenv("WEFT_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "weft-cache")
+	}
+	return filepath.Join(home, ".cache", "weft")
+}
+
+// Client builds (once per version and source hash) the harness against
+// the Hadoop client libraries.
+func Client(ctx context.Context, version string) (*Dist, error) {
+	return build(ctx, filepath.Join(sourceDir()), "weft-interop-1.jar", version)
+}
+
+// MiniCluster builds the MiniYARNCluster launcher, whose classpath holds a
+// whole real ResourceManager.
+func MiniCluster(ctx context.Context, version string) (*Dist, error) {
+	return build(ctx, filepath.Join(sourceDir(), "minicluster"), "weft-minicluster-1.jar", version)
+}
+
+func build(ctx context.Context, project, jar, version string) (*Dist, error) {
+	hash, err := hashTree(project)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cacheRoot(), "hadoop", filepath.Base(project)+"-"+version+"-"+hash)
+	cpFile := filepath.Join(dir, "classpath.txt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Concurrent test processes build each version once.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	if b, err := os.ReadFile(cpFile); err == nil {
+		return &Dist{Version: version, Classpath: string(b)}, nil
+	}
+	deps := filepath.Join(dir, "deps.txt")
+	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", filepath.Join(project, "pom.xml"),
+		"-Dhadoop.version="+version, "-Dweft.build.dir="+filepath.Join(dir, "build"),
+		"package", "dependency:build-classpath", "-Dmdep.outputFile="+deps)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("maven build of %s for Hadoop %s: %v\n%s", filepath.Base(project), version, err, out.String())
+	}
+	depCP, err := os.ReadFile(deps)
+	if err != nil {
+		return nil, err
+	}
+	cp := filepath.Join(dir, "build", jar) + string(os.PathListSeparator) + strings.TrimSpace(string(depCP))
+	if err := os.WriteFile(cpFile, []byte(cp), 0o644); err != nil {
+		return nil, err
+	}
+	return &Dist{Version: version, Classpath: cp}, nil
+}
+
+// hashTree hashes the Maven project's pom and sources, so edits rebuild.
+func hashTree(project string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(project, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != project && (d.Name() == "target" || d.Name() == "minicluster") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".java") || strings.HasSuffix(path, "pom.xml")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path[len(project):], len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12], err
+}
+
+// jvmFlags let Hadoop's reflection work on Java 17, as Hadoop's own
+// scripts arrange.
+var jvmFlags = []string{
+	"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+	"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/java.io=ALL-UNNAMED", "--add-opens=java.base/java.net=ALL-UNNAMED",
+	"--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens=java.base/sun.security.util=ALL-UNNAMED",
+}
+
+// Command returns a java command running mainClass with confDir (a
+// HADOOP_CONF_DIR) first on the classpath, as Hadoop's scripts put it,
+// acting as user.
+func (d *Dist) Command(ctx context.Context, confDir, user, mainClass string, args ...string) *exec.Cmd {
+	argv := append(append([]string{}, jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+d.Classpath, mainClass)
+	cmd := exec.CommandContext(ctx, "java", append(argv, args...)...)
+	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user, "HADOOP_CONF_DIR="+confDir)
+	return cmd
+}
+
+// Run runs mainClass and returns its output.
+func (d *Dist) Run(ctx context.Context, confDir, user, mainClass string, args ...string) (stdout, stderr string, err error) {
+	cmd := d.Command(ctx, confDir, user, mainClass, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// cliClasses maps `yarn` subcommands to the classes Hadoop's yarn script
+// runs for them.
+var cliClasses = map[string]string{
+	"application":        "org.apache.hadoop.yarn.client.cli.ApplicationCLI",
+	"applicationattempt": "org.apache.hadoop.yarn.client.cli.ApplicationCLI",
+	"container":          "org.apache.hadoop.yarn.client.cli.ApplicationCLI",
+	"node":               "org.apache.hadoop.yarn.client.cli.NodeCLI",
+	"queue":              "org.apache.hadoop.yarn.client.cli.QueueCLI",
+}
+
+// Yarn runs `yarn <subcommand> args...` as the real script would.
+func (d *Dist) Yarn(ctx context.Context, confDir, user string, args ...string) (stdout, stderr string, err error) {
+	if len(args) == 0 {
+		return "", "", fmt.Errorf("yarn: no subcommand")
+	}
+	class, ok := cliClasses[args[0]]
+	if !ok {
+		return "", "", fmt.Errorf("yarn: subcommand %q not supported here", args[0])
+	}
+	if class == cliClasses["application"] {
+		// ApplicationCLI learns which of its three commands it is from its
+		// first argument, as the yarn script passes it.
+		return d.Run(ctx, confDir, user, class, args...)
+	}
+	return d.Run(ctx, confDir, user, class, args[1:]...)
+}
+
+// WriteConf writes a HADOOP_CONF_DIR pointing clients at a ResourceManager:
+// only the addresses a user changes in yarn-site.xml.
+func WriteConf(dir, rmAddr, schedulerAddr, webAddr string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	site := func(props map[string]string) string {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+		for k, v := range props {
+			fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", k, v)
+		}
+		b.WriteString("</configuration>\n")
+		return b.String()
+	}
+	files := map[string]string{
+		"yarn-site.xml": site(map[string]string{
+			"yarn.resourcemanager.address":           rmAddr,
+			"yarn.resourcemanager.scheduler.address": schedulerAddr,
+			"yarn.resourcemanager.webapp.address":    webAddr,
+		}),
+		"core-site.xml":    site(map[string]string{"hadoop.security.authentication": "simple"}),
+		"log4j.properties": "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %c: %m%n\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package sh.weft.interop;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.ApplicationReport;
+import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
+import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.Priority;
+import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.client.api.YarnClient;
+import org.apache.hadoop.yarn.client.api.YarnClientApplication;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+
+/**
+ * Creates and submits an application through YarnClient, as any YARN
+ * application's client does, and prints its report as one JSON line.
+ */
+public final class SubmitApp {
+  public static void main(String[] argv) throws Exception {
+    Args a = new Args(argv);
+    YarnClient yarn = YarnClient.createYarnClient();
+    yarn.init(new YarnConfiguration());
+    yarn.start();
+    try {
+      YarnClientApplication app = yarn.createApplication();
+      ApplicationSubmissionContext ctx = app.getApplicationSubmissionContext();
+      ctx.setApplicationName(a.get("name", "weft-interop"));
+      ctx.setQueue(a.get("queue", "default"));
+      ctx.setApplicationType(a.get("type", "YARN"));
+      String tags = a.get("tags", "");
+      if (!tags.isEmpty()) {
+        ctx.setApplicationTags(new HashSet<>(Arrays.asList(tags.split(","))));
+      }
+      ctx.setResource(Resource.newInstance(a.getInt("am-memory", 1024), a.getInt("am-vcores", 1)));
+      ctx.setPriority(Priority.newInstance(a.getInt("priority", 0)));
+      List<String> commands = Collections.singletonList(a.get("command", "sleep 60"));
+      ctx.setAMContainerSpec(ContainerLaunchContext.newInstance(
+          Collections.emptyMap(), Collections.emptyMap(), commands, null, null, null));
+      // submitApplication returns once the RM reports the app past SUBMITTED.
+      ApplicationId id = yarn.submitApplication(ctx);
+      ApplicationReport r = yarn.getApplicationReport(id);
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("applicationId", id.toString());
+      out.put("state", r.getYarnApplicationState().toString());
+      out.put("finalStatus", r.getFinalApplicationStatus().toString());
+      out.put("queue", r.getQueue());
+      out.put("user", r.getUser());
+      out.put("name", r.getName());
+      out.put("type", r.getApplicationType());
+      out.put("tags", r.getApplicationTags());
+      out.put("priority", r.getPriority() == null ? null : r.getPriority().getPriority());
+      out.put("attempt", r.getCurrentApplicationAttemptId() == null ? null : r.getCurrentApplicationAttemptId().toString());
+      out.put("diagnostics", r.getDiagnostics());
+      System.out.println(Json.of(out));
+    } finally {
+      yarn.stop();
+    }
+  }
+}
