@@ -25,6 +25,8 @@ var Versions = []string{"3.3.6", "3.4.1"}
 type Dist struct {
 	Version   string
 	Classpath string
+	// JVMArgs go after the defaults, so they may override them (-Xmx).
+	JVMArgs []string
 }
 
 // sourceDir is this package's directory, where the Maven projects live.
@@ -139,7 +141,7 @@ var jvmFlags = []string{
 // HADOOP_CONF_DIR) first on the classpath, as Hadoop's scripts put it,
 // acting as user.
 func (d *Dist) Command(ctx context.Context, confDir, user, mainClass string, args ...string) *exec.Cmd {
-	argv := append(append([]string{}, jvmFlags...), "-cp", confDir+string(os.PathListSeparator)+d.Classpath, mainClass)
+	argv := append(append(append([]string{}, jvmFlags...), d.JVMArgs...), "-cp", confDir+string(os.PathListSeparator)+d.Classpath, mainClass)
 	cmd := exec.CommandContext(ctx, "java", append(argv, args...)...)
 	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user, "HADOOP_CONF_DIR="+confDir)
 	return cmd

@@ -1,0 +1,137 @@
+// Command rmrpc benchmarks getApplicationReport from the Java client
+// (Hadoop's own YarnClient) against weft-rm and, in the same run, against
+// a real ResourceManager (MiniYARNCluster), and prints the ratio.
+//
+//	go run ./test/bench/rmrpc [-threads 8] [-seconds 15]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weft-sh/weft/test/e2e"
+	"github.com/weft-sh/weft/test/hadoop"
+)
+
+type result struct {
+	Threads    int     `json:"threads"`
+	Calls      int     `json:"calls"`
+	CallsPerS  float64 `json:"callsPerSec"`
+	P50Micros  float64 `json:"p50Micros"`
+	P99Micros  float64 `json:"p99Micros"`
+	P999Micros float64 `json:"p999Micros"`
+}
+
+func main() {
+	threads := flag.Int("threads", 8, "client threads, each its own connection")
+	seconds := flag.Int("seconds", 15, "measured seconds per target")
+	warmup := flag.Int("warmup", 5, "warm-up seconds per target")
+	version := flag.String("hadoop", "3.4.1", "Hadoop release of client and peer")
+	flag.Parse()
+	if err := run(*version, *threads, *warmup, *seconds); err != nil {
+		fmt.Fprintln(os.Stderr, "rmrpc:", err)
+		os.Exit(1)
+	}
+}
+
+func run(version string, threads, warmup, seconds int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	work, err := os.MkdirTemp("", "weft-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	client, err := hadoop.Client(ctx, version)
+	if err != nil {
+		return err
+	}
+	// The load generator must not be the bottleneck: full JIT.
+	client.JVMArgs = []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"}
+	bench := func(name, conf string) (result, error) {
+		out, errOut, err := client.Run(ctx, conf, "bench", "sh.weft.interop.RpcBench",
+			"--threads", fmt.Sprint(threads), "--warmup", fmt.Sprint(warmup), "--seconds", fmt.Sprint(seconds))
+		var r result
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &r)
+		}
+		if err != nil {
+			return r, fmt.Errorf("%s: %v\n%s", name, err, errOut)
+		}
+		fmt.Printf("%-22s %10.0f calls/s   p50 %7.0f µs   p99 %7.0f µs   p99.9 %7.0f µs\n", name, r.CallsPerS, r.P50Micros, r.P99Micros, r.P999Micros)
+		return r, nil
+	}
+
+	// Weft.
+	bin := filepath.Join(work, "bin")
+	if err := e2e.BuildBinaries(ctx, bin); err != nil {
+		return err
+	}
+	addrs := make([]string, 3)
+	for i := range addrs {
+		if addrs[i], err = e2e.FreeAddr(); err != nil {
+			return err
+		}
+	}
+	rm := &e2e.RM{Bin: filepath.Join(bin, "weft-rm"), DataDir: filepath.Join(work, "data"), ClientAddr: addrs[0], WebAddr: addrs[1]}
+	if err := rm.Start(ctx); err != nil {
+		return err
+	}
+	weftConf := filepath.Join(work, "weft-conf")
+	if err := hadoop.WriteConf(weftConf, addrs[0], addrs[2], addrs[1]); err != nil {
+		return err
+	}
+	weft, err := bench("weft-rm", weftConf)
+	rm.Stop()
+	if err != nil {
+		return err
+	}
+
+	// The real ResourceManager, same client, same machine, right after.
+	mini, err := hadoop.MiniCluster(ctx, version)
+	if err != nil {
+		return err
+	}
+	// The peer gets the full JIT and room, as a production RM would.
+	mini.JVMArgs = []string{"-Xmx2g", "-XX:TieredStopAtLevel=4"}
+	cmd := mini.Command(ctx, filepath.Join(work, "mini-conf"), "bench", "sh.weft.interop.MiniRM")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var miniErr strings.Builder
+	cmd.Stderr = &miniErr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	var ready []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "READY" {
+			ready = f[1:]
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	if ready == nil {
+		return fmt.Errorf("MiniYARNCluster did not start: %s", miniErr.String())
+	}
+	miniConf := filepath.Join(work, "mini-client-conf")
+	if err := hadoop.WriteConf(miniConf, ready[0], ready[1], ready[2]); err != nil {
+		return err
+	}
+	yarn, err := bench("ResourceManager "+version, miniConf)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ratio weft/yarn: throughput %.2fx, p99 %.2fx (target: >= 2x throughput, p99 <= 1 ms)\n",
+		weft.CallsPerS/yarn.CallsPerS, weft.P99Micros/yarn.P99Micros)
+	return nil
+}
