@@ -117,6 +117,32 @@ func (r *RM) Stop() error {
 	return nil
 }
 
+// PID is the process id, 0 before Start.
+func (r *RM) PID() int {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
+// ProcessCPU returns the user+system CPU time a running process has used,
+// from /proc (Linux).
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesized command name; utime and stime are the
+	// 14th and 15th fields, in clock ticks (USER_HZ, 100 on Linux).
+	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+	var f [13]string
+	var utime, stime int64
+	if _, err := fmt.Sscan(rest, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &utime, &stime); err != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
 // Logs returns what the process printed.
 func (r *RM) Logs() string {
 	r.mu.Lock()
