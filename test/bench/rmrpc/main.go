@@ -117,6 +117,7 @@ func run(version string, threads, warmup, seconds int) error {
 	// The peer gets the full JIT and room, as a production RM would.
 	mini.JVMArgs = []string{"-Xmx2g", "-XX:TieredStopAtLevel=4"}
 	cmd := mini.Command(ctx, filepath.Join(work, "mini-conf"), "bench", "sh.weft.interop.MiniRM")
+	cmd.Dir = work // MiniYARNCluster keeps its dirs under ./target
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var miniErr strings.Builder
