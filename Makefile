@@ -42,9 +42,28 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rmfacade/...
+	$(GO) run ./test/bench/rmrpc
 
+# The embedded default: weft-rm on this machine (state in .weft/data), a
+# demo application submitted by the real Hadoop client, then serving until
+# Ctrl-C. HADOOP_CLIENT runs any yarn command against it.
+HADOOP_CLIENT := $(GO) run ./test/hadoop/cmd/hadoop-client
 run: build
-	$(BIN)/weft-rm --data-dir .weft/data
+	@mkdir -p .weft
+	@$(BIN)/weft-rm --data-dir .weft/data 2>.weft/weft-rm.log & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
+	for i in $$(seq 50); do curl -sf http://127.0.0.1:8088/ws/v1/cluster/info >/dev/null && break; sleep 0.2; done; \
+	kill -0 $$pid 2>/dev/null || { cat .weft/weft-rm.log; exit 1; }; \
+	echo "== weft-rm is up; submitting a demo application with Hadoop's own YarnClient"; \
+	$(HADOOP_CLIENT) java sh.weft.interop.SubmitApp --name weft-demo --type MAPREDUCE --tags demo 2>/dev/null; \
+	echo "== yarn application -list -appStates ALL"; \
+	$(HADOOP_CLIENT) yarn application -list -appStates ALL 2>/dev/null; \
+	echo "== yarn node -list -all"; \
+	$(HADOOP_CLIENT) yarn node -list -all 2>/dev/null; \
+	echo; echo "Look: REST http://127.0.0.1:8088/ws/v1/cluster/apps   UI http://127.0.0.1:8088/cluster"; \
+	echo "      yarn:  $(HADOOP_CLIENT) yarn application -status <id>"; \
+	echo "      logs:  .weft/weft-rm.log     (Ctrl-C stops weft-rm; state stays in .weft/data)"; \
+	wait $$pid
 
 clean:
 	rm -rf $(BIN)

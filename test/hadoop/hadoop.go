@@ -166,21 +166,34 @@ var cliClasses = map[string]string{
 	"queue":              "org.apache.hadoop.yarn.client.cli.QueueCLI",
 }
 
-// Yarn runs `yarn <subcommand> args...` as the real script would.
-func (d *Dist) Yarn(ctx context.Context, confDir, user string, args ...string) (stdout, stderr string, err error) {
+// YarnCommand returns the command `yarn <subcommand> args...` runs, as the
+// real script would build it.
+func (d *Dist) YarnCommand(ctx context.Context, confDir, user string, args ...string) (*exec.Cmd, error) {
 	if len(args) == 0 {
-		return "", "", fmt.Errorf("yarn: no subcommand")
+		return nil, fmt.Errorf("yarn: no subcommand")
 	}
 	class, ok := cliClasses[args[0]]
 	if !ok {
-		return "", "", fmt.Errorf("yarn: subcommand %q not supported here", args[0])
+		return nil, fmt.Errorf("yarn: subcommand %q not supported here", args[0])
 	}
-	if class == cliClasses["application"] {
-		// ApplicationCLI learns which of its three commands it is from its
-		// first argument, as the yarn script passes it.
-		return d.Run(ctx, confDir, user, class, args...)
+	if class != cliClasses["application"] {
+		// ApplicationCLI alone learns which of its three commands it is
+		// from its first argument, as the yarn script passes it.
+		args = args[1:]
 	}
-	return d.Run(ctx, confDir, user, class, args[1:]...)
+	return d.Command(ctx, confDir, user, class, args...), nil
+}
+
+// Yarn runs `yarn <subcommand> args...` and returns its output.
+func (d *Dist) Yarn(ctx context.Context, confDir, user string, args ...string) (stdout, stderr string, err error) {
+	cmd, err := d.YarnCommand(ctx, confDir, user, args...)
+	if err != nil {
+		return "", "", err
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
 }
 
 // WriteConf writes a HADOOP_CONF_DIR pointing clients at a ResourceManager:
