@@ -28,11 +28,7 @@ type fixture struct {
 
 func start(t testing.TB) *fixture {
 	t.Helper()
-	d, err := state.OpenBolt(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Open(d)
+	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@
 package rest
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -57,12 +56,12 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 	api.HandleFunc("/apps", h.submit).Methods(http.MethodPost)
 	api.HandleFunc("/apps/new-application", h.newApplication).Methods(http.MethodPost)
 	api.HandleFunc("/apps/{appid}", h.app).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/state", h.appState).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/state", h.putAppState).Methods(http.MethodPut)
-	api.HandleFunc("/apps/{appid}/queue", h.appQueue).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/queue", h.putAppQueue).Methods(http.MethodPut)
-	api.HandleFunc("/apps/{appid}/priority", h.appPriority).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/priority", h.putAppPriority).Methods(http.MethodPut)
+	api.HandleFunc("/apps/{appid}/state", h.appView(stateView)).Methods(http.MethodGet)
+	api.HandleFunc("/apps/{appid}/state", h.update(stateView, h.killApp)).Methods(http.MethodPut)
+	api.HandleFunc("/apps/{appid}/queue", h.appView(queueView)).Methods(http.MethodGet)
+	api.HandleFunc("/apps/{appid}/queue", h.update(queueView, h.moveApp)).Methods(http.MethodPut)
+	api.HandleFunc("/apps/{appid}/priority", h.appView(priorityView)).Methods(http.MethodGet)
+	api.HandleFunc("/apps/{appid}/priority", h.update(priorityView, h.prioritizeApp)).Methods(http.MethodPut)
 	api.HandleFunc("/apps/{appid}/appattempts", h.appAttempts).Methods(http.MethodGet)
 	api.HandleFunc("/nodes", h.nodes).Methods(http.MethodGet)
 	api.HandleFunc("/nodes/{nodeid}", h.node).Methods(http.MethodGet)
@@ -334,119 +333,84 @@ func (h *handler) app(w http.ResponseWriter, r *http.Request) {
 	write(w, r, http.StatusOK, appResponse{App: info}, info)
 }
 
-func (h *handler) appState(w http.ResponseWriter, r *http.Request) {
-	a, err := h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
+// Views of one application field, for GET and for the answer to a PUT.
+func stateView(a *records.Application) any    { return appState{State: string(a.State)} }
+func queueView(a *records.Application) any    { return appQueue{Queue: a.Queue} }
+func priorityView(a *records.Application) any { return appPriority{Priority: a.Priority} }
+
+// appView serves GET of one application field.
+func (h *handler) appView(view func(*records.Application) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, err := h.application(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		v := view(a)
+		write(w, r, http.StatusOK, v, v)
 	}
-	s := appState{State: string(a.State)}
-	write(w, r, http.StatusOK, s, s)
 }
 
-func (h *handler) putAppState(w http.ResponseWriter, r *http.Request) {
-	a, err := h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
+// update serves a PUT that changes an application: the caller must name
+// itself (user.name), change applies the request body, and the answer is
+// view of the application as stored afterwards.
+func (h *handler) update(view func(*records.Application) any,
+	change func(r *http.Request, a *records.Application, user string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, err := h.application(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		user := remoteUser(r)
+		if user == "" {
+			writeError(w, r, unauthenticated())
+			return
+		}
+		if err := change(r, a, user); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if a, err = h.application(r); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		v := view(a)
+		write(w, r, http.StatusOK, v, v)
 	}
+}
+
+func (h *handler) killApp(r *http.Request, a *records.Application, user string) error {
 	var target appState
 	if err := decode(r, &target); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if strings.ToUpper(target.State) != string(records.AppKilled) {
-		writeError(w, r, badRequest("Only '%s' is allowed as a target state.", records.AppKilled))
-		return
-	}
-	user := remoteUser(r)
-	if user == "" {
-		writeError(w, r, unauthenticated())
-		return
+		return badRequest("Only '%s' is allowed as a target state.", records.AppKilled)
 	}
 	diag := r.URL.Query().Get("diagnostics")
 	if diag == "" {
 		diag = fmt.Sprintf("Application %s was killed by user %s", a.ID, user)
 	}
-	if _, err := h.mgr.Kill(r.Context(), a.ID, user, diag); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	a, err = h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	s := appState{State: string(a.State)}
-	write(w, r, http.StatusOK, s, s)
+	_, err := h.mgr.Kill(r.Context(), a.ID, user, diag)
+	return err
 }
 
-func (h *handler) appQueue(w http.ResponseWriter, r *http.Request) {
-	a, err := h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
+func (h *handler) moveApp(r *http.Request, a *records.Application, user string) error {
+	var target appQueue
+	if err := decode(r, &target); err != nil {
+		return err
 	}
-	q := appQueue{Queue: a.Queue}
-	write(w, r, http.StatusOK, q, q)
+	return h.mgr.Move(r.Context(), a.ID, user, target.Queue)
 }
 
-func (h *handler) putAppQueue(w http.ResponseWriter, r *http.Request) {
-	h.update(w, r, func(ctx context.Context, a *records.Application, user string) (any, error) {
-		var target appQueue
-		if err := decode(r, &target); err != nil {
-			return nil, err
-		}
-		if err := h.mgr.Move(ctx, a.ID, user, target.Queue); err != nil {
-			return nil, err
-		}
-		a, err := h.application(r)
-		if err != nil {
-			return nil, err
-		}
-		return appQueue{Queue: a.Queue}, nil
-	})
-}
-
-func (h *handler) appPriority(w http.ResponseWriter, r *http.Request) {
-	a, err := h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
+func (h *handler) prioritizeApp(r *http.Request, a *records.Application, user string) error {
+	var target appPriority
+	if err := decode(r, &target); err != nil {
+		return err
 	}
-	p := appPriority{Priority: a.Priority}
-	write(w, r, http.StatusOK, p, p)
-}
-
-func (h *handler) putAppPriority(w http.ResponseWriter, r *http.Request) {
-	h.update(w, r, func(ctx context.Context, a *records.Application, user string) (any, error) {
-		var target appPriority
-		if err := decode(r, &target); err != nil {
-			return nil, err
-		}
-		p, err := h.mgr.UpdatePriority(ctx, a.ID, user, target.Priority)
-		return appPriority{Priority: p}, err
-	})
-}
-
-// update runs an authenticated change to an application.
-func (h *handler) update(w http.ResponseWriter, r *http.Request, fn func(context.Context, *records.Application, string) (any, error)) {
-	a, err := h.application(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	user := remoteUser(r)
-	if user == "" {
-		writeError(w, r, unauthenticated())
-		return
-	}
-	v, err := fn(r.Context(), a, user)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	write(w, r, http.StatusOK, v, v)
+	_, err := h.mgr.UpdatePriority(r.Context(), a.ID, user, target.Priority)
+	return err
 }
 
 func (h *handler) appAttempts(w http.ResponseWriter, r *http.Request) {

@@ -21,11 +21,7 @@ import (
 
 func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
 	t.Helper()
-	d, err := state.OpenBolt(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Open(d)
+	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +175,10 @@ func TestRESTApplications(t *testing.T) {
 			"appAttempts.appAttempt.0.id": "1", "appAttempts.appAttempt.0.appAttemptState": "SCHEDULED"}},
 		{name: "priority", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/priority?user.name=alice", contentType: "application/json", body: `{"priority":9}`,
 			wantStatus: 200, wantJSON: map[string]string{"priority": "5"}},
+		{name: "get priority", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/priority", wantStatus: 200, wantJSON: map[string]string{"priority": "5"}},
 		{name: "move", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/queue?user.name=alice", contentType: "application/json", body: `{"queue":"default"}`,
 			wantStatus: 200, wantJSON: map[string]string{"queue": "default"}},
+		{name: "get queue", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/queue", wantStatus: 200, wantJSON: map[string]string{"queue": "default"}},
 		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state", contentType: "application/json", body: `{"state":"KILLED"}`, wantStatus: 403},
 		{name: "bad target state", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"RUNNING"}`, wantStatus: 400},
 		{name: "kill", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"KILLED"}`,

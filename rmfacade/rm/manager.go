@@ -278,23 +278,12 @@ func (m *Manager) Move(ctx context.Context, id records.ApplicationID, user, queu
 	if !ok || !q.Leaf() {
 		return yarnerr.BadRequest("Failed to move %s to queue %s: no such leaf queue", id, queue)
 	}
-	return m.store.Update(func(w *state.WriteTxn) error {
-		cur := w.Application(id)
-		if cur == nil {
-			return yarnerr.ApplicationNotFound(id.String())
-		}
-		if cur.State.Terminal() {
-			return yarnerr.BadRequest("App in %s state cannot be moved.", cur.State)
-		}
-		if err := m.checkAccess(cur, user, "MODIFY_APP"); err != nil {
-			return err
-		}
+	return m.modifyUnfinished(id, user, "App in %s state cannot be moved.", func(a *records.Application) error {
 		if !m.queues.Allowed(q, user, quota.SubmitApplications) {
 			return yarnerr.Forbidden("User %s does not have permission to submit %s to queue %s", user, id, q.Name)
 		}
-		a := *cur
 		a.Queue = q.Name
-		return w.PutApplication(&a)
+		return nil
 	})
 }
 
@@ -302,22 +291,34 @@ func (m *Manager) Move(ctx context.Context, id records.ApplicationID, user, queu
 // maximum, and returns the priority in effect.
 func (m *Manager) UpdatePriority(ctx context.Context, id records.ApplicationID, user string, priority int32) (int32, error) {
 	effective := min(max(priority, 0), m.opts.MaxPriority)
-	err := m.store.Update(func(w *state.WriteTxn) error {
+	err := m.modifyUnfinished(id, user, "Application in %s state cannot update priority.", func(a *records.Application) error {
+		a.Priority = effective
+		return nil
+	})
+	return effective, err
+}
+
+// modifyUnfinished stores change applied to a copy of an unfinished
+// application that user may modify. finishedFormat words the refusal for a
+// finished one; it gets the application's state.
+func (m *Manager) modifyUnfinished(id records.ApplicationID, user, finishedFormat string, change func(*records.Application) error) error {
+	return m.store.Update(func(w *state.WriteTxn) error {
 		cur := w.Application(id)
 		if cur == nil {
 			return yarnerr.ApplicationNotFound(id.String())
 		}
 		if cur.State.Terminal() {
-			return yarnerr.BadRequest("Application in %s state cannot update priority.", cur.State)
+			return yarnerr.BadRequest(finishedFormat, cur.State)
 		}
 		if err := m.checkAccess(cur, user, "MODIFY_APP"); err != nil {
 			return err
 		}
 		a := *cur
-		a.Priority = effective
+		if err := change(&a); err != nil {
+			return err
+		}
 		return w.PutApplication(&a)
 	})
-	return effective, err
 }
 
 // PutNode records a node as reported by its node agent.

@@ -14,11 +14,7 @@ import (
 
 func newManager(t *testing.T, dir string) (*Manager, *state.Store) {
 	t.Helper()
-	d, err := state.OpenBolt(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Open(d)
+	st, err := state.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,13 +81,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	durable, err := state.OpenBolt(cfg.DataDir)
+	store, err := state.OpenDir(cfg.DataDir)
 	if err != nil {
-		return nil, err
-	}
-	store, err := state.Open(durable)
-	if err != nil {
-		durable.Close()
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM)}

@@ -76,3 +76,17 @@ func (b *BoltDurable) Commit(ops []Op) error {
 
 // Close implements Durable.
 func (b *BoltDurable) Close() error { return b.db.Close() }
+
+// OpenDir opens the embedded store kept under dir.
+func OpenDir(dir string) (*Store, error) {
+	durable, err := OpenBolt(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(durable)
+	if err != nil {
+		durable.Close()
+		return nil, err
+	}
+	return s, nil
+}

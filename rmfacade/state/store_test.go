@@ -10,11 +10,7 @@ import (
 
 func openStore(t *testing.T, dir string) *Store {
 	t.Helper()
-	d, err := OpenBolt(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(d)
+	s, err := OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
