@@ -166,6 +166,14 @@ var cliClasses = map[string]string{
 	"queue":              "org.apache.hadoop.yarn.client.cli.QueueCLI",
 }
 
+// Hadoop runs `hadoop fs args...` (FsShell), as the hadoop script does.
+func (d *Dist) Hadoop(ctx context.Context, confDir, user string, args ...string) (stdout, stderr string, err error) {
+	if len(args) == 0 || args[0] != "fs" && args[0] != "dfs" {
+		return "", "", fmt.Errorf("hadoop: only the fs subcommand is supported here")
+	}
+	return d.Run(ctx, confDir, user, "org.apache.hadoop.fs.FsShell", args[1:]...)
+}
+
 // YarnCommand returns the command `yarn <subcommand> args...` runs, as the
 // real script would build it.
 func (d *Dist) YarnCommand(ctx context.Context, confDir, user string, args ...string) (*exec.Cmd, error) {
@@ -199,6 +207,16 @@ func (d *Dist) Yarn(ctx context.Context, confDir, user string, args ...string) (
 // WriteConf writes a HADOOP_CONF_DIR pointing clients at a ResourceManager:
 // only the addresses a user changes in yarn-site.xml.
 func WriteConf(dir, rmAddr, schedulerAddr, webAddr string) error {
+	return WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, "")
+}
+
+// WriteConfWithFS is WriteConf with fs.defaultFS set (when not empty), for
+// clients that also use HDFS.
+func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) error {
+	core := map[string]string{"hadoop.security.authentication": "simple"}
+	if defaultFS != "" {
+		core["fs.defaultFS"] = defaultFS
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -217,7 +235,7 @@ func WriteConf(dir, rmAddr, schedulerAddr, webAddr string) error {
 			"yarn.resourcemanager.scheduler.address": schedulerAddr,
 			"yarn.resourcemanager.webapp.address":    webAddr,
 		}),
-		"core-site.xml":    site(map[string]string{"hadoop.security.authentication": "simple"}),
+		"core-site.xml":    site(core),
 		"log4j.properties": "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %c: %m%n\n",
 	}
 	for name, content := range files {

@@ -6,15 +6,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/weft-sh/weft/test/e2e"
@@ -116,33 +113,20 @@ func run(version string, threads, warmup, seconds int) error {
 	}
 	// The peer gets the full JIT and room, as a production RM would.
 	mini.JVMArgs = []string{"-Xmx2g", "-XX:TieredStopAtLevel=4"}
-	cmd := mini.Command(ctx, filepath.Join(work, "mini-conf"), "bench", "sh.weft.interop.MiniRM")
-	cmd.Dir = work // MiniYARNCluster keeps its dirs under ./target
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var miniErr strings.Builder
-	cmd.Stderr = &miniErr
-	if err := cmd.Start(); err != nil {
+	peer, err := mini.StartService(ctx, work, "sh.weft.interop.MiniRM")
+	if err != nil {
 		return err
 	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	var ready []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "READY" {
-			ready = f[1:]
-			break
-		}
-	}
-	go io.Copy(io.Discard, stdout)
-	if ready == nil {
-		return fmt.Errorf("MiniYARNCluster did not start: %s", miniErr.String())
+	defer peer.Stop()
+	ready := peer.Ready
+	if len(ready) != 3 {
+		return fmt.Errorf("MiniRM said READY %v", ready)
 	}
 	miniConf := filepath.Join(work, "mini-client-conf")
 	if err := hadoop.WriteConf(miniConf, ready[0], ready[1], ready[2]); err != nil {
 		return err
 	}
-	yarn, err := bench("ResourceManager "+version, miniConf, cmd.Process.Pid)
+	yarn, err := bench("ResourceManager "+version, miniConf, peer.PID())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,101 @@
+package hadoop
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Service is a long-running Java peer (MiniYARNCluster, MiniDFSCluster)
+// that prints "READY <fields...>" once it serves and stops when its
+// standard input closes.
+type Service struct {
+	// Ready holds the fields of the READY line (addresses).
+	Ready []string
+
+	cmd   *exec.Cmd
+	stdin io.Closer
+	mu    sync.Mutex
+	logs  strings.Builder
+	done  chan struct{}
+}
+
+// StartService runs mainClass from d in dir and waits for its READY line.
+func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...string) (*Service, error) {
+	cmd := d.Command(context.WithoutCancel(ctx), dir, "hdfs", mainClass, args...)
+	cmd.Dir = dir
+	s := &Service{cmd: cmd, done: make(chan struct{})}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.stdin = stdin
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.logs.Len() < 1<<20 {
+			s.logs.Write(p)
+		}
+		return len(p), nil
+	})
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { cmd.Wait(); close(s.done) }()
+	ready := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) > 1 && f[0] == "READY" {
+				ready <- f[1:]
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s.Ready = <-ready:
+		return s, nil
+	case <-s.done:
+		return nil, fmt.Errorf("%s exited before it was ready: %s", mainClass, s.Logs())
+	case <-ctx.Done():
+		s.Stop()
+		return nil, fmt.Errorf("%s not ready: %w", mainClass, ctx.Err())
+	}
+}
+
+// Stop closes the service's standard input and waits for it to exit,
+// killing it after 30s.
+func (s *Service) Stop() {
+	s.stdin.Close()
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// PID is the service's process id.
+func (s *Service) PID() int { return s.cmd.Process.Pid }
+
+// Logs returns what the service wrote to standard error (the first MiB).
+func (s *Service) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
