@@ -20,6 +20,7 @@ func main() {
 	var cfg server.Config
 	var queuesFile string
 	flag.StringVar(&cfg.ClientAddr, "client-address", "127.0.0.1:8032", "ApplicationClientProtocol address (yarn.resourcemanager.address)")
+	flag.StringVar(&cfg.SchedulerAddr, "scheduler-address", "127.0.0.1:8030", "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address)")
 	flag.StringVar(&cfg.WebAddr, "webapp-address", "127.0.0.1:8088", "REST API address (yarn.resourcemanager.webapp.address)")
 	flag.StringVar(&cfg.DataDir, "data-dir", ".weft/data", "directory of the embedded state store")
 	flag.StringVar(&queuesFile, "queues", "", "JSON file with the queue tree (default: root.default)")

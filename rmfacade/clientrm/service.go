@@ -30,13 +30,22 @@ type Options struct {
 	Tokens *DelegationTokens
 	// WebAddr is the RM web address reports point at (host:port).
 	WebAddr string
-	Logger  *slog.Logger
+	// AMTokens issues AMRMTokens, which the owner of an unmanaged AM gets
+	// in its application report.
+	AMTokens AMTokenIssuer
+	Logger   *slog.Logger
+}
+
+// AMTokenIssuer issues an attempt's AMRMToken.
+type AMTokenIssuer interface {
+	Issue(records.AttemptID) (*commonpb.TokenProto, error)
 }
 
 // Service implements ApplicationClientProtocol.
 type Service struct {
 	mgr       *rm.Manager
 	tokens    *DelegationTokens
+	amTokens  AMTokenIssuer
 	proxyBase string
 	log       *slog.Logger
 }
@@ -46,7 +55,7 @@ func New(mgr *rm.Manager, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{mgr: mgr, tokens: opts.Tokens, proxyBase: "http://" + opts.WebAddr + "/proxy/", log: opts.Logger}
+	return &Service{mgr: mgr, tokens: opts.Tokens, amTokens: opts.AMTokens, proxyBase: "http://" + opts.WebAddr + "/proxy/", log: opts.Logger}
 }
 
 // Service returns the ipc registration of every method.
@@ -159,7 +168,18 @@ func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetAppli
 	if err != nil {
 		return nil, err
 	}
-	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: appReport(a, s.proxyBase)}, nil
+	report := appReport(a, s.proxyBase)
+	// The owner of an unmanaged AM runs it itself, so it gets the AMRMToken
+	// here while the attempt waits for it (LAUNCHED), as in YARN.
+	if a.UnmanagedAM && s.amTokens != nil && user(ctx) == a.User {
+		id := records.AttemptID{App: a.ID, ID: a.CurrentAttempt}
+		if att := s.mgr.Snapshot().Attempt(id); att != nil && att.State == records.AttemptLaunched {
+			if report.AmRmToken, err = s.amTokens.Issue(id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &yarnpb.GetApplicationReportResponseProto{ApplicationReport: report}, nil
 }
 
 func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicationsRequestProto) (*yarnpb.GetApplicationsResponseProto, error) {

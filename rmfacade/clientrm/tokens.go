@@ -2,11 +2,8 @@ package clientrm
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -65,27 +62,6 @@ func NewDelegationTokens(store *state.Store, key []byte, opts TokenOptions) *Del
 		d.seq = max(d.seq, t.Sequence)
 	}
 	return d
-}
-
-// LoadOrCreateKey reads the master key kept in dir, creating it on first
-// start, so tokens stay valid across restarts.
-func LoadOrCreateKey(dir string) ([]byte, error) {
-	path := filepath.Join(dir, "rm-delegation-token.key")
-	if b, err := os.ReadFile(path); err == nil && len(b) >= 20 {
-		return b, nil
-	}
-	key := make([]byte, 64)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, key, 0o600); err != nil {
-		return nil, fmt.Errorf("write token key: %w", err)
-	}
-	return key, os.Rename(tmp, path)
 }
 
 func (d *DelegationTokens) password(identifier []byte) []byte {

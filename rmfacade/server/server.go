@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -28,6 +29,9 @@ import (
 type Config struct {
 	// ClientAddr serves ApplicationClientProtocol (yarn.resourcemanager.address).
 	ClientAddr string
+	// SchedulerAddr serves ApplicationMasterProtocol
+	// (yarn.resourcemanager.scheduler.address).
+	SchedulerAddr string
 	// WebAddr serves the REST API and UI (yarn.resourcemanager.webapp.address).
 	WebAddr string
 	// DataDir holds the embedded state store.
@@ -49,6 +53,9 @@ func (c *Config) setDefaults() {
 	if c.ClientAddr == "" {
 		c.ClientAddr = "127.0.0.1:8032"
 	}
+	if c.SchedulerAddr == "" {
+		c.SchedulerAddr = "127.0.0.1:8030"
+	}
 	if c.WebAddr == "" {
 		c.WebAddr = "127.0.0.1:8088"
 	}
@@ -69,9 +76,9 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
-	ipc          *ipc.Server
-	web          *http.Server
-	lnIPC, lnWeb net.Listener
+	ipc, amIPC         *ipc.Server
+	web                *http.Server
+	lnIPC, lnAM, lnWeb net.Listener
 }
 
 // New opens the store and binds the listeners; Serve starts serving.
@@ -97,7 +104,7 @@ func (s *Server) init() error {
 	key := s.cfg.TokenKey
 	if key == nil {
 		var err error
-		if key, err = clientrm.LoadOrCreateKey(s.cfg.DataDir); err != nil {
+		if key, err = state.LoadOrCreateKey(s.cfg.DataDir, "rm-delegation-token.key"); err != nil {
 			return err
 		}
 	}
@@ -107,13 +114,29 @@ func (s *Server) init() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.ClientAddr, err)
 	}
+	s.lnAM, err = net.Listen("tcp", s.cfg.SchedulerAddr)
+	if err != nil {
+		s.lnIPC.Close()
+		return fmt.Errorf("listen %s: %w", s.cfg.SchedulerAddr, err)
+	}
 	s.lnWeb, err = net.Listen("tcp", s.cfg.WebAddr)
 	if err != nil {
 		s.lnIPC.Close()
+		s.lnAM.Close()
 		return fmt.Errorf("listen %s: %w", s.cfg.WebAddr, err)
 	}
-	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
+	amKey, err := state.LoadOrCreateKey(s.cfg.DataDir, "rm-amrm-token.key")
+	if err != nil {
+		return err
+	}
+	amTokens := amrm.NewTokens(s.Manager, amKey)
+	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
 	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
+	if err != nil {
+		return err
+	}
+	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
+	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager).Service())
 	if err != nil {
 		return err
 	}
@@ -124,16 +147,18 @@ func (s *Server) init() error {
 	return nil
 }
 
-// ClientAddr and WebAddr are the bound addresses.
-func (s *Server) ClientAddr() string { return s.lnIPC.Addr().String() }
-func (s *Server) WebAddr() string    { return s.lnWeb.Addr().String() }
+// ClientAddr, SchedulerAddr and WebAddr are the bound addresses.
+func (s *Server) ClientAddr() string    { return s.lnIPC.Addr().String() }
+func (s *Server) SchedulerAddr() string { return s.lnAM.Addr().String() }
+func (s *Server) WebAddr() string       { return s.lnWeb.Addr().String() }
 
 // Serve serves until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- s.ipc.Serve(s.lnIPC) }()
+	go func() { errc <- s.amIPC.Serve(s.lnAM) }()
 	go func() { errc <- s.web.Serve(s.lnWeb) }()
-	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "web", s.WebAddr(),
+	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	var err error
 	select {
@@ -143,6 +168,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.ipc.Shutdown(shutdownCtx)
+	s.amIPC.Shutdown(shutdownCtx)
 	s.web.Shutdown(shutdownCtx)
 	s.store.Close()
 	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {

@@ -82,3 +82,12 @@ func BadRequest(format string, args ...any) *Error {
 func Forbidden(format string, args ...any) *Error {
 	return New(KindForbidden, ClassAccessControl, format, args...)
 }
+
+// ClassAMNotRegistered is thrown at AMs that call before registering;
+// AMRMClient re-registers when it sees it.
+const ClassAMNotRegistered = "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException"
+
+// InvalidAMRequest is YARN's InvalidApplicationMasterRequestException.
+func InvalidAMRequest(format string, args ...any) *Error {
+	return New(KindBadRequest, ClassInvalidApplicationMasterRequest, format, args...)
+}

@@ -60,9 +60,9 @@ func FreeAddr() (string, error) {
 
 // RM is a running weft-rm process.
 type RM struct {
-	Bin, DataDir        string
-	ClientAddr, WebAddr string
-	Args                []string
+	Bin, DataDir                       string
+	ClientAddr, SchedulerAddr, WebAddr string
+	Args                               []string
 
 	cmd  *exec.Cmd
 	mu   sync.Mutex
@@ -72,7 +72,15 @@ type RM struct {
 
 // Start launches the process and waits until both ports answer.
 func (r *RM) Start(ctx context.Context) error {
-	args := append([]string{"--client-address", r.ClientAddr, "--webapp-address", r.WebAddr, "--data-dir", r.DataDir}, r.Args...)
+	if r.SchedulerAddr == "" {
+		addr, err := FreeAddr()
+		if err != nil {
+			return err
+		}
+		r.SchedulerAddr = addr
+	}
+	args := append([]string{"--client-address", r.ClientAddr, "--scheduler-address", r.SchedulerAddr,
+		"--webapp-address", r.WebAddr, "--data-dir", r.DataDir}, r.Args...)
 	r.cmd = exec.Command(r.Bin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = &lockedWriter{mu: &r.mu, w: &r.logs}, &lockedWriter{mu: &r.mu, w: &r.logs}
 	if err := r.cmd.Start(); err != nil {

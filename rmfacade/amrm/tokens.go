@@ -1,0 +1,80 @@
+// Package amrm serves YARN's ApplicationMasterProtocol (port 8030) to
+// ApplicationMasters, authenticated by AMRMTokens.
+package amrm
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+
+	"google.golang.org/protobuf/proto"
+
+	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+)
+
+// TokenKind is the kind of AMRMTokens.
+const TokenKind = "YARN_AM_RM_TOKEN"
+
+// keyID names the single master key.
+const keyID = 1
+
+// Tokens issues and verifies AMRMTokens: an attempt id signed with the
+// RM's master key (HMAC-SHA1, as Hadoop's SecretManager). A token is good
+// while its attempt is its application's current, unfinished attempt, so
+// nothing per token is stored.
+type Tokens struct {
+	key []byte
+	mgr *rm.Manager
+}
+
+// NewTokens returns the AMRMToken secret manager.
+func NewTokens(mgr *rm.Manager, key []byte) *Tokens { return &Tokens{key: key, mgr: mgr} }
+
+func (t *Tokens) password(identifier []byte) []byte {
+	m := hmac.New(sha1.New, t.key)
+	m.Write(identifier)
+	return m.Sum(nil)
+}
+
+// Issue returns the AMRMToken of an attempt. Its service is left empty:
+// clients set it to the scheduler address they use.
+func (t *Tokens) Issue(id records.AttemptID) (*commonpb.TokenProto, error) {
+	identifier, err := proto.Marshal(&yarnpb.AMRMTokenIdentifierProto{AppAttemptId: &yarnpb.ApplicationAttemptIdProto{
+		ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(id.App.ID), ClusterTimestamp: proto.Int64(id.App.ClusterTimestamp)},
+		AttemptId:     proto.Int32(id.ID),
+	}, KeyId: proto.Int32(keyID)})
+	if err != nil {
+		return nil, err
+	}
+	return &commonpb.TokenProto{Identifier: identifier, Password: t.password(identifier), Kind: proto.String(TokenKind), Service: proto.String("")}, nil
+}
+
+// attemptOf decodes an AMRMToken identifier.
+func attemptOf(identifier []byte) (records.AttemptID, int32, error) {
+	id := &yarnpb.AMRMTokenIdentifierProto{}
+	if err := proto.Unmarshal(identifier, id); err != nil || id.GetAppAttemptId() == nil {
+		return records.AttemptID{}, 0, ipc.Errorf(ipc.ClassInvalidToken, "malformed AMRMToken identifier")
+	}
+	a := id.GetAppAttemptId()
+	return records.AttemptID{App: records.ApplicationID{ClusterTimestamp: a.GetApplicationId().GetClusterTimestamp(),
+		ID: a.GetApplicationId().GetId()}, ID: a.GetAttemptId()}, id.GetKeyId(), nil
+}
+
+// RetrievePassword implements ipc.TokenAuthenticator: the token's user is
+// its attempt, as Hadoop's AMRMTokenIdentifier names it.
+func (t *Tokens) RetrievePassword(identifier []byte) ([]byte, string, error) {
+	attempt, key, err := attemptOf(identifier)
+	if err != nil {
+		return nil, "", err
+	}
+	if key != keyID {
+		return nil, "", ipc.Errorf(ipc.ClassInvalidToken, "Invalid AMRMToken from %s", attempt)
+	}
+	if _, _, err := t.mgr.LiveAttempt(attempt); err != nil {
+		return nil, "", ipc.Errorf(ipc.ClassInvalidToken, "%s not found in AMRMTokenSecretManager.", attempt)
+	}
+	return t.password(identifier), attempt.String(), nil
+}

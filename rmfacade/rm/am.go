@@ -1,0 +1,94 @@
+package rm
+
+import (
+	"context"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/yarnerr"
+)
+
+// liveAttempt returns the application and attempt if id is the
+// application's current, unfinished attempt.
+func liveAttempt(w interface {
+	Application(records.ApplicationID) *records.Application
+	Attempt(records.AttemptID) *records.Attempt
+}, id records.AttemptID) (*records.Application, *records.Attempt, error) {
+	app := w.Application(id.App)
+	if app == nil {
+		return nil, nil, yarnerr.ApplicationNotFound(id.App.String())
+	}
+	att := w.Attempt(id)
+	if att == nil || app.CurrentAttempt != id.ID || att.FinishTime != 0 || app.State.Terminal() {
+		return nil, nil, yarnerr.AttemptNotFound(id.String())
+	}
+	return app, att, nil
+}
+
+// LiveAttempt checks that id is its application's current, unfinished
+// attempt: what an AM's token must still name on every call.
+func (m *Manager) LiveAttempt(id records.AttemptID) (*records.Application, *records.Attempt, error) {
+	return liveAttempt(m.store.Snapshot(), id)
+}
+
+// RegisterAM records that the attempt's ApplicationMaster registered:
+// attempt and application become RUNNING, with the AM's address.
+func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host string, rpcPort int32, trackingURL string) (*records.Application, error) {
+	var registered *records.Application
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		cur, att, err := liveAttempt(w, id)
+		if err != nil {
+			return err
+		}
+		if att.State == records.AttemptRunning {
+			return yarnerr.InvalidAMRequest("Application Master is already registered : %s", id.App)
+		}
+		now := m.opts.Now().UnixMilli()
+		a, t := *cur, *att
+		t.State, t.Host, t.RPCPort, t.OriginalTrackingURL = records.AttemptRunning, host, rpcPort, trackingURL
+		a.State, a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = records.AppRunning, host, rpcPort, trackingURL, trackingURL
+		a.Diagnostics = ""
+		if a.LaunchTime == 0 {
+			a.LaunchTime = now
+		}
+		registered = &a
+		if err := w.PutAttempt(&t); err != nil {
+			return err
+		}
+		return w.PutApplication(&a)
+	})
+	if err == nil {
+		m.opts.Logger.Info("application master registered", "attempt", id.String(), "host", host)
+	}
+	return registered, err
+}
+
+// FinishAM records the AM's unregistration: the attempt and the
+// application finish with the final status the AM reports.
+func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final records.FinalStatus, diagnostics, trackingURL string) error {
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		cur, att, err := liveAttempt(w, id)
+		if err != nil {
+			return err
+		}
+		if att.State != records.AttemptRunning {
+			return yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassAMNotRegistered,
+				"Application Master is trying to unregister before registering for: %s", id)
+		}
+		now := m.opts.Now().UnixMilli()
+		a, t := *cur, *att
+		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics, t.TrackingURL = records.AttemptFinished, final, now, diagnostics, trackingURL
+		a.State, a.FinalStatus, a.FinishTime, a.Diagnostics, a.Progress = records.AppFinished, final, now, diagnostics, 1
+		if trackingURL != "" {
+			a.TrackingURL = trackingURL
+		}
+		if err := w.PutAttempt(&t); err != nil {
+			return err
+		}
+		return w.PutApplication(&a)
+	})
+	if err == nil {
+		m.opts.Logger.Info("application finished", "attempt", id.String(), "finalStatus", string(final))
+	}
+	return err
+}
