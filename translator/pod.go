@@ -1,0 +1,242 @@
+package translator
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels on every pod Weft makes, so kubectl shows the YARN view:
+// `kubectl get pods -l weft.io/app=application_..._0001 -L weft.io/tier`.
+const (
+	LabelApp       = "weft.io/app"
+	LabelAttempt   = "weft.io/attempt"
+	LabelContainer = "weft.io/container"
+	LabelTier      = "weft.io/tier"
+	LabelQueue     = "weft.io/queue"
+	LabelUser      = "weft.io/user"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// Paths inside every container pod, laid out as a NodeManager lays out a
+// container's directories.
+const (
+	WorkDir  = "/weft/work"
+	LocalDir = "/weft/local"
+	LogDir   = "/weft/logs"
+	// TokenFile holds the container's credentials (HADOOP_TOKEN_FILE_LOCATION).
+	TokenFile = WorkDir + "/container_tokens"
+)
+
+// ContainerSpec is one YARN container to run as a pod.
+type ContainerSpec struct {
+	App, Attempt, Container string
+	User, Queue             string
+	Tier                    Tier
+	MemoryMB                int64
+	VCores                  int32
+	// Commands and Env come from the ContainerLaunchContext, unexpanded.
+	Commands []string
+	Env      map[string]string
+	// Image runs the commands; it must carry the Java runtime the job
+	// expects at JAVA_HOME.
+	Image    string
+	JavaHome string
+	// NMPort and NMHTTPPort are the node plugin's ports, which AMs and
+	// shuffle clients reach on the node.
+	NMPort, NMHTTPPort int32
+	// AppSubmitTime and MaxAppAttempts are given to AMs, as YARN does.
+	AppSubmitTime  int64
+	MaxAppAttempts int32
+	// Namespace, SchedulerName and Owner place the pod.
+	Namespace     string
+	SchedulerName string
+	Owner         *metav1.OwnerReference
+}
+
+// yarnVar matches YARN's cross-platform variable syntax {{NAME}}.
+var yarnVar = regexp.MustCompile(`\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`)
+
+// ExpandCommand rewrites a YARN launch command for a Linux shell, as the
+// NodeManager does: {{VAR}} becomes $VAR, <CPS> the class path separator,
+// <LOG_DIR> the container's log directory.
+func ExpandCommand(s string) string {
+	s = yarnVar.ReplaceAllString(s, "$$$1")
+	s = strings.ReplaceAll(s, "<CPS>", ":")
+	return strings.ReplaceAll(s, "<LOG_DIR>", LogDir)
+}
+
+// Pod builds the pod that runs a container under profile p.
+func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
+	if c.Tier == "" || p.Priorities[c.Tier] == 0 && c.Tier != TierHigh && c.Tier != TierMedium && c.Tier != TierLow {
+		return nil, fmt.Errorf("translator: container %s has no tier", c.Container)
+	}
+	if c.MemoryMB <= 0 || c.VCores <= 0 {
+		return nil, fmt.Errorf("translator: container %s asks for <memory:%d, vCores:%d>", c.Container, c.MemoryMB, c.VCores)
+	}
+	script := c.script()
+	res := corev1.ResourceList{p.Memory: *resource.NewQuantity(c.MemoryMB<<20, resource.BinarySI)}
+	if p.CPUMilli {
+		res[p.CPU] = *resource.NewQuantity(int64(c.VCores)*1000, resource.DecimalSI)
+	} else {
+		res[p.CPU] = *resource.NewMilliQuantity(int64(c.VCores)*1000, resource.DecimalSI)
+	}
+	labels := map[string]string{LabelApp: c.App, LabelContainer: c.Container, LabelTier: string(c.Tier),
+		LabelQueue: labelValue(c.Queue), LabelUser: labelValue(c.User), LabelManagedBy: "weft"}
+	if c.Attempt != "" {
+		labels[LabelAttempt] = c.Attempt
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	annotations := map[string]string{}
+	for k, v := range p.Annotations {
+		annotations[k] = v
+	}
+	priority := p.Priorities[c.Tier]
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName(c.Container), Namespace: c.Namespace, Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			RestartPolicy:     corev1.RestartPolicyNever,
+			SchedulerName:     c.SchedulerName,
+			PriorityClassName: PriorityClassName(c.Tier),
+			Priority:          &priority,
+			Containers: []corev1.Container{{
+				Name: "yarn-container", Image: c.Image, WorkingDir: WorkDir,
+				Command:   []string{"/bin/bash", "-c", script},
+				Env:       c.env(),
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "work", MountPath: WorkDir}, {Name: "local", MountPath: LocalDir}, {Name: "logs", MountPath: LogDir},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "local", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	if c.Owner != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*c.Owner}
+	}
+	return pod, nil
+}
+
+// env is what a NodeManager sets for every container. The node's name
+// comes from the downward API, since the pod's node is chosen after it is
+// built.
+func (c ContainerSpec) env() []corev1.EnvVar {
+	nodeName := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}
+	vars := []corev1.EnvVar{
+		{Name: "NM_HOST", ValueFrom: nodeName},
+		{Name: "NM_PORT", Value: strconv.Itoa(int(c.NMPort))},
+		{Name: "NM_HTTP_PORT", Value: strconv.Itoa(int(c.NMHTTPPort))},
+		{Name: "CONTAINER_ID", Value: c.Container},
+		{Name: "USER", Value: c.User}, {Name: "LOGNAME", Value: c.User}, {Name: "HOME", Value: WorkDir},
+		{Name: "PWD", Value: WorkDir}, {Name: "LOCAL_DIRS", Value: LocalDir}, {Name: "LOG_DIRS", Value: LogDir},
+		{Name: "LOCAL_USER_DIRS", Value: LocalDir + "/usercache/" + c.User + "/"},
+		{Name: "HADOOP_TOKEN_FILE_LOCATION", Value: TokenFile},
+		{Name: "JAVA_HOME", Value: c.JavaHome},
+	}
+	if c.Tier == TierHigh && c.AppSubmitTime > 0 {
+		vars = append(vars, corev1.EnvVar{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(c.AppSubmitTime, 10)},
+			corev1.EnvVar{Name: "MAX_APP_ATTEMPTS", Value: strconv.Itoa(int(c.MaxAppAttempts))})
+	}
+	return vars
+}
+
+// script is the container's launch script, as the NodeManager writes
+// launch_container.sh: the launch context's environment as exports, which
+// the shell expands in order (values refer to $PWD, $JAVA_HOME and to each
+// other; Kubernetes would not expand $VAR in env values), then the
+// commands joined with spaces. The commands run as a child that receives
+// TERM and INT: the script is the pod's PID 1, which bash would otherwise
+// leave deaf to them until the kill grace period ends.
+func (c ContainerSpec) script() string {
+	var b strings.Builder
+	for _, k := range exportOrder(c.Env) {
+		fmt.Fprintf(&b, "export %s=\"%s\"\n", k, strings.ReplaceAll(ExpandCommand(c.Env[k]), `"`, `\"`))
+	}
+	cmds := make([]string, len(c.Commands))
+	for i, cmd := range c.Commands {
+		cmds[i] = ExpandCommand(cmd)
+	}
+	joined := strings.ReplaceAll(strings.Join(cmds, " "), `'`, `'\''`)
+	// The trap comes first; a signal that arrives before the child exists
+	// is remembered and passed on once it does.
+	// set -m runs the child as its own process group, which is signalled
+	// whole, as a NodeManager signals a container's process group.
+	b.WriteString(`set -m; child=; term=; trap 'term=1; [ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null' TERM INT` + "\n")
+	b.WriteString("/bin/bash -c '" + joined + "' &\n")
+	b.WriteString(`child=$!; [ -n "$term" ] && kill -TERM -- "-$child" 2>/dev/null` + "\n")
+	// wait returns early when a trapped signal arrives; wait again for the
+	// child's own exit status.
+	b.WriteString("wait $child; status=$?\nwhile kill -0 $child 2>/dev/null; do wait $child; status=$?; done\nexit $status\n")
+	return b.String()
+}
+
+var validEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var envRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)|\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`)
+
+// exportOrder orders the launch context's variables so that each comes
+// after those of them it references (CLASSPATH after HADOOP_CONF_DIR);
+// otherwise by name. Invalid names are dropped; a cycle keeps name order.
+func exportOrder(env map[string]string) []string {
+	var names []string
+	for k := range env {
+		if validEnvName.MatchString(k) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	deps := map[string][]string{}
+	for _, k := range names {
+		for _, m := range envRef.FindAllStringSubmatch(env[k], -1) {
+			ref := m[1] + m[2]
+			if _, ok := env[ref]; ok && ref != k {
+				deps[k] = append(deps[k], ref)
+			}
+		}
+	}
+	var out []string
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(string)
+	visit = func(k string) {
+		if state[k] != 0 {
+			return // done, or a cycle: leave it where name order puts it
+		}
+		state[k] = 1
+		for _, d := range deps[k] {
+			visit(d)
+		}
+		state[k] = 2
+		out = append(out, k)
+	}
+	for _, k := range names {
+		visit(k)
+	}
+	return out
+}
+
+// podName turns a container id into a DNS-1123 pod name.
+func podName(container string) string { return strings.ReplaceAll(container, "_", "-") }
+
+var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// labelValue makes s a valid label value (users and queues may hold any
+// character).
+func labelValue(s string) string {
+	s = labelUnsafe.ReplaceAllString(s, "_")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "._-")
+}

@@ -1,0 +1,87 @@
+// Package translator turns YARN containers — an AM's submission context or
+// a container an AM launches — into Kubernetes pods of the reclaimed
+// colocation class, in priority tiers below every online workload.
+//
+// Resource names and QoS markers differ between colocation systems, so
+// they come from a Profile: Katalyst (reclaimed_* resources from CNR,
+// qos_level annotation), Koordinator and Volcano (kubernetes.io/batch-*
+// extended resources), or plain cpu/memory requests.
+package translator
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Tier orders a job's pods for reclaim: low goes first, high last.
+type Tier string
+
+const (
+	// TierHigh holds ApplicationMasters and parameter servers: losing one
+	// costs the whole job's progress.
+	TierHigh Tier = "high"
+	// TierMedium holds the minimum workers a job needs to make progress.
+	TierMedium Tier = "medium"
+	// TierLow holds elastic workers beyond the minimum, reclaimed first.
+	TierLow Tier = "low"
+)
+
+// Tiers lists the tiers from the first reclaimed to the last.
+var Tiers = []Tier{TierLow, TierMedium, TierHigh}
+
+// Profile says how reclaimed resources and QoS are spelled for the
+// colocation system the cluster runs.
+type Profile struct {
+	Name string
+	// CPU and Memory are the resource names requested. CPUMilli tells
+	// whether CPU is counted in millicores (an integer extended resource)
+	// rather than as a cpu quantity.
+	CPU, Memory corev1.ResourceName
+	CPUMilli    bool
+	// Labels and Annotations mark every pod's QoS class.
+	Labels, Annotations map[string]string
+	// Priorities are the PriorityClass values of the tiers. They sit below
+	// online workloads: negative where online pods default to 0, inside
+	// the batch band where the colocation system defines one.
+	Priorities map[Tier]int32
+}
+
+// Built-in profiles.
+var (
+	// Katalyst reads reclaimed capacity from CNR and reclaimed_cores QoS
+	// from the pod annotation.
+	Katalyst = Profile{
+		Name: "katalyst", CPU: "resource.katalyst.kubewharf.io/reclaimed_millicpu", CPUMilli: true,
+		Memory:      "resource.katalyst.kubewharf.io/reclaimed_memory",
+		Annotations: map[string]string{"katalyst.kubewharf.io/qos_level": "reclaimed_cores"},
+		Priorities:  map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+	}
+	// Koordinator (and Volcano, which publishes the same names) exposes
+	// batch capacity as kubernetes.io/batch-* in Node allocatable; its
+	// koord-batch band is 5000-5999, below koord-mid and koord-prod.
+	Koordinator = Profile{
+		Name: "koordinator", CPU: "kubernetes.io/batch-cpu", CPUMilli: true, Memory: "kubernetes.io/batch-memory",
+		Labels:     map[string]string{"koordinator.sh/qosClass": "BE"},
+		Priorities: map[Tier]int32{TierHigh: 5900, TierMedium: 5500, TierLow: 5100},
+	}
+	// Plain requests cpu and memory, for clusters without a colocation
+	// agent (and for tests).
+	Plain = Profile{
+		Name: "plain", CPU: corev1.ResourceCPU, Memory: corev1.ResourceMemory,
+		Priorities: map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+	}
+)
+
+// ProfileByName returns a built-in profile.
+func ProfileByName(name string) (Profile, error) {
+	for _, p := range []Profile{Katalyst, Koordinator, Plain} {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("translator: unknown profile %q (katalyst, koordinator, plain)", name)
+}
+
+// PriorityClassName names a tier's PriorityClass.
+func PriorityClassName(t Tier) string { return "weft-" + string(t) }

@@ -1,0 +1,226 @@
+package translator
+
+import (
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestTierPolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy TierPolicy
+		c      Container
+		tags   []string
+		want   Tier
+	}{
+		{"AM", DefaultTierPolicy, Container{AM: true, RequestPriority: 5}, nil, TierHigh},
+		{"first worker is the minimum", DefaultTierPolicy, Container{RequestPriority: 20}, nil, TierMedium},
+		{"second worker is elastic", DefaultTierPolicy, Container{RequestPriority: 20, WorkersBefore: 1}, nil, TierLow},
+		{"tag raises the minimum", DefaultTierPolicy, Container{WorkersBefore: 3}, []string{"etl", "weft.min-workers=4"}, TierMedium},
+		{"tag's minimum reached", DefaultTierPolicy, Container{WorkersBefore: 4}, []string{"weft.min-workers=4"}, TierLow},
+		{"minimum of zero", DefaultTierPolicy, Container{}, []string{"weft.min-workers=0"}, TierLow},
+		{"bad tag ignored", DefaultTierPolicy, Container{}, []string{"weft.min-workers=lots"}, TierMedium},
+		{"parameter server by priority", DefaultTierPolicy, Container{RequestPriority: 1, WorkersBefore: 9}, []string{"weft.high-priorities=1, 2"}, TierHigh},
+		{"queue policy", TierPolicy{DefaultMinWorkers: 10, HighPriorities: []int32{0}}, Container{RequestPriority: 3, WorkersBefore: 5}, nil, TierMedium},
+		{"queue policy high", TierPolicy{HighPriorities: []int32{0}}, Container{RequestPriority: 0, WorkersBefore: 5}, nil, TierHigh},
+	}
+	for _, tc := range tests {
+		if got := tc.policy.Tier(tc.c, tc.tags); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func spec(tier Tier) ContainerSpec {
+	return ContainerSpec{
+		App: "application_1700000000000_0001", Attempt: "appattempt_1700000000000_0001_000001",
+		Container: "container_1700000000000_0001_01_000002", User: "alice@EXAMPLE", Queue: "root.etl",
+		Tier: tier, MemoryMB: 1536, VCores: 2, Commands: []string{"{{JAVA_HOME}}/bin/java", "-cp", "a.jar<CPS>b.jar", "Main", "1><LOG_DIR>/stdout"},
+		Env: map[string]string{"CLASSPATH": "$PWD:{{HADOOP_CONF_DIR}}"}, Image: "weft/hadoop:3.4.1", JavaHome: "/usr/lib/jvm/java-17",
+		NMPort: 8041, NMHTTPPort: 8042, Namespace: "weft-jobs", SchedulerName: "weft-scheduler",
+	}
+}
+
+func TestPodPerProfile(t *testing.T) {
+	tests := []struct {
+		profile      Profile
+		cpuName      corev1.ResourceName
+		cpu          resource.Quantity
+		memName      corev1.ResourceName
+		label, annot string
+		wantPriority int32
+	}{
+		{Katalyst, "resource.katalyst.kubewharf.io/reclaimed_millicpu", resource.MustParse("2000"), "resource.katalyst.kubewharf.io/reclaimed_memory",
+			"", "katalyst.kubewharf.io/qos_level=reclaimed_cores", -3000},
+		{Koordinator, "kubernetes.io/batch-cpu", resource.MustParse("2000"), "kubernetes.io/batch-memory", "koordinator.sh/qosClass=BE", "", 5100},
+		{Plain, corev1.ResourceCPU, resource.MustParse("2"), corev1.ResourceMemory, "", "", -3000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.profile.Name, func(t *testing.T) {
+			pod, err := tc.profile.Pod(spec(TierLow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := pod.Spec.Containers[0]
+			if got := c.Resources.Requests[tc.cpuName]; got.Cmp(tc.cpu) != 0 {
+				t.Errorf("cpu %s = %s, want %s", tc.cpuName, got.String(), tc.cpu.String())
+			}
+			if got := c.Resources.Requests[tc.memName]; got.Value() != 1536<<20 {
+				t.Errorf("memory %s = %s", tc.memName, got.String())
+			}
+			if len(c.Resources.Requests) != 2 || len(c.Resources.Limits) != 2 {
+				t.Errorf("resources %v", c.Resources)
+			}
+			for _, kv := range []struct {
+				m map[string]string
+				s string
+			}{{pod.Labels, tc.label}, {pod.Annotations, tc.annot}} {
+				if k, v, ok := strings.Cut(kv.s, "="); ok && kv.m[k] != v {
+					t.Errorf("missing %s in %v", kv.s, kv.m)
+				}
+			}
+			if *pod.Spec.Priority != tc.wantPriority || pod.Spec.PriorityClassName != "weft-low" {
+				t.Errorf("priority %d %s", *pod.Spec.Priority, pod.Spec.PriorityClassName)
+			}
+			for k, want := range map[string]string{LabelApp: "application_1700000000000_0001", LabelTier: "low", LabelQueue: "root.etl",
+				LabelUser: "alice_EXAMPLE", LabelContainer: "container_1700000000000_0001_01_000002"} {
+				if pod.Labels[k] != want {
+					t.Errorf("label %s = %q, want %q", k, pod.Labels[k], want)
+				}
+			}
+			if pod.Name != "container-1700000000000-0001-01-000002" || pod.Spec.SchedulerName != "weft-scheduler" ||
+				pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("pod %s scheduler %s restart %s", pod.Name, pod.Spec.SchedulerName, pod.Spec.RestartPolicy)
+			}
+		})
+	}
+	// Tiers order reclaim in every profile.
+	for _, p := range []Profile{Katalyst, Koordinator, Plain} {
+		if !(p.Priorities[TierLow] < p.Priorities[TierMedium] && p.Priorities[TierMedium] < p.Priorities[TierHigh]) {
+			t.Errorf("%s: tiers out of order %v", p.Name, p.Priorities)
+		}
+	}
+	if _, err := Plain.Pod(ContainerSpec{Tier: TierLow, Container: "c"}); err == nil {
+		t.Error("pod without resources accepted")
+	}
+}
+
+// runScript runs a pod's launch script in a local bash with the pod's
+// static environment.
+func runScript(t *testing.T, pod *corev1.Pod, extraEnv ...string) *exec.Cmd {
+	t.Helper()
+	c := pod.Spec.Containers[0]
+	cmd := exec.Command(c.Command[0], c.Command[1:]...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, extraEnv...)
+	for _, e := range c.Env {
+		if e.ValueFrom == nil && e.Name != "PWD" {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
+	}
+	return cmd
+}
+
+func TestLaunchScript(t *testing.T) {
+	s := spec(TierHigh)
+	s.JavaHome = "/opt/java"
+	s.Env = map[string]string{
+		"CLASSPATH":       `$PWD:{{HADOOP_CONF_DIR}}<CPS>$EXTRA`,
+		"HADOOP_CONF_DIR": "/etc/hadoop",
+		"EXTRA":           `say "hi"`,
+		"bad name":        "ignored",
+	}
+	s.Commands = []string{`echo "java=$JAVA_HOME" cp=$CLASSPATH`, `&& echo 'it''s' && exit 3`}
+	pod, err := Plain.Pod(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runScript(t, pod).Output()
+	var exit *exec.ExitError
+	if !errorsAs(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("exit: %v (output %q)", err, out)
+	}
+	// Exports are expanded in name order by the shell, as launch_container.sh does.
+	got := string(out)
+	if !strings.Contains(got, "java=/opt/java cp=") || !strings.Contains(got, ":/etc/hadoop:say \"hi\"") || !strings.Contains(got, "its") {
+		t.Fatalf("output %q", got)
+	}
+}
+
+func TestLaunchScriptForwardsTERM(t *testing.T) {
+	s := spec(TierLow)
+	s.Env = nil
+	s.Commands = []string{`trap 'echo got-term; exit 143' TERM; echo started; sleep 30 & wait`}
+	pod, err := Plain.Pod(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, delay := range []time.Duration{0, 300 * time.Millisecond} { // before and after the child starts
+		cmd := runScript(t, pod)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		start := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		out, _ := io.ReadAll(stdout)
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if !errorsAs(err, &exit) || exit.ExitCode() != 143 && exit.ExitCode() != -1 {
+			t.Fatalf("delay %v: exit %v, output %q", delay, err, out)
+		}
+		if delay > 0 && !strings.Contains(string(out), "got-term") {
+			t.Fatalf("delay %v: the container's process did not see TERM: %q", delay, out)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("delay %v: TERM did not end the container", delay)
+		}
+	}
+}
+
+func TestExpandCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"{{JAVA_HOME}}/bin/java -cp {{PWD}}<CPS>x 1><LOG_DIR>/stdout": "$JAVA_HOME/bin/java -cp $PWD:x 1>/weft/logs/stdout",
+		"{{not valid}} {{A1_B}}": "{{not valid}} $A1_B",
+	} {
+		if got := ExpandCommand(in); got != want {
+			t.Errorf("ExpandCommand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func TestExportOrder(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"CLASSPATH": "$PWD:${HADOOP_CONF_DIR}:{{B}}", "HADOOP_CONF_DIR": "/etc", "B": "x"}, "B HADOOP_CONF_DIR CLASSPATH"},
+		{map[string]string{"Z": "1", "A": "$Z", "M": "$A"}, "Z A M"},
+		{map[string]string{"A": "$B", "B": "$A", "C": "1"}, "B A C"}, // a cycle keeps a stable order
+		{map[string]string{"bad-name": "x", "OK": "$bad"}, "OK"},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(exportOrder(tc.env), " "); got != tc.want {
+			t.Errorf("exportOrder(%v) = %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}
