@@ -1,0 +1,119 @@
+// Package deploy holds Weft's Kubernetes manifests; its test keeps them in
+// step with the code that depends on them.
+package deploy
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/translator"
+)
+
+// objects decodes every document of the YAML files matching pattern.
+func objects(t *testing.T, pattern string) []*unstructured.Unstructured {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests match %s: %v", pattern, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			err := dec.Decode(&u.Object)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if u.Object == nil {
+				continue
+			}
+			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+				t.Fatalf("%s: object without apiVersion, kind or name: %v", f, u.Object)
+			}
+			out = append(out, u)
+		}
+		r.Close()
+	}
+	return out
+}
+
+func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	var v T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return &v
+}
+
+func TestPriorityClassesMatchTranslator(t *testing.T) {
+	for _, name := range []string{"plain", "katalyst", "koordinator"} {
+		profile, err := translator.ProfileByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int32{}
+		for _, u := range objects(t, filepath.Join("profiles", name, "*.yaml")) {
+			if u.GetKind() != "PriorityClass" {
+				continue
+			}
+			pc := as[schedulingv1.PriorityClass](t, u)
+			if pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != corev1.PreemptNever || pc.GlobalDefault {
+				t.Errorf("%s/%s: Weft's pods must not preempt through kube-scheduler nor be the default", name, pc.Name)
+			}
+			got[pc.Name] = pc.Value
+		}
+		for _, tier := range translator.Tiers {
+			if v, ok := got[translator.PriorityClassName(tier)]; !ok || v != profile.Priorities[tier] {
+				t.Errorf("%s: %s = %d (present %v), translator says %d", name, translator.PriorityClassName(tier), v, ok, profile.Priorities[tier])
+			}
+		}
+	}
+}
+
+func TestBaseManifests(t *testing.T) {
+	var deployment *appsv1.Deployment
+	var queues string
+	for _, u := range objects(t, filepath.Join("base", "*.yaml")) {
+		switch u.GetKind() {
+		case "Deployment":
+			deployment = as[appsv1.Deployment](t, u)
+		case "ConfigMap":
+			queues = as[corev1.ConfigMap](t, u).Data["queues.json"]
+		}
+	}
+	if deployment == nil || len(deployment.Spec.Template.Spec.Containers) != 1 {
+		t.Fatal("no weft-rm Deployment")
+	}
+	if sa := deployment.Spec.Template.Spec.ServiceAccountName; sa != "weft-rm" {
+		t.Errorf("service account %q", sa)
+	}
+	// The queue tree in the ConfigMap is one weft-rm accepts.
+	var qs []quota.QueueConfig
+	if err := json.Unmarshal([]byte(queues), &qs); err != nil {
+		t.Fatalf("queues.json: %v", err)
+	}
+	if _, err := quota.NewTree(qs); err != nil {
+		t.Fatalf("queues.json: %v", err)
+	}
+}
