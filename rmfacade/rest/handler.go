@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -58,8 +59,8 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 	api.HandleFunc("/apps/{appid}", h.app).Methods(http.MethodGet)
 	api.HandleFunc("/apps/{appid}/state", h.appView(stateView)).Methods(http.MethodGet)
 	api.HandleFunc("/apps/{appid}/state", h.update(stateView, h.killApp)).Methods(http.MethodPut)
-	api.HandleFunc("/apps/{appid}/queue", h.appView(queueView)).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/queue", h.update(queueView, h.moveApp)).Methods(http.MethodPut)
+	api.HandleFunc("/apps/{appid}/queue", h.appView(h.queueView)).Methods(http.MethodGet)
+	api.HandleFunc("/apps/{appid}/queue", h.update(h.queueView, h.moveApp)).Methods(http.MethodPut)
 	api.HandleFunc("/apps/{appid}/priority", h.appView(priorityView)).Methods(http.MethodGet)
 	api.HandleFunc("/apps/{appid}/priority", h.update(priorityView, h.prioritizeApp)).Methods(http.MethodPut)
 	api.HandleFunc("/apps/{appid}/appattempts", h.appAttempts).Methods(http.MethodGet)
@@ -71,8 +72,8 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 		writeError(w, r, notFound("no such resource %s", r.URL.Path))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, &restError{status: http.StatusMethodNotAllowed, exception: "WebApplicationException",
-			class: "javax.ws.rs.WebApplicationException", message: r.Method + " is not supported on " + r.URL.Path})
+		dao.Error(w, r, http.StatusMethodNotAllowed, "WebApplicationException", dao.ClassWebApplicationException,
+			r.Method+" is not supported on "+r.URL.Path)
 	})
 	r.HandleFunc("/proxy/{appid}/", h.proxy)
 	h.registerUI(r)
@@ -96,15 +97,15 @@ func remoteUser(r *http.Request) string { return r.URL.Query().Get("user.name") 
 
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {
 	ts := h.mgr.ClusterTimestamp()
-	info := clusterInfo{ID: ts, StartedOn: h.mgr.StartedAt(), State: "STARTED", HAState: "ACTIVE",
-		RMStateStoreName: "weft.rmfacade.state.BoltDurable", ResourceManagerVersion: HadoopVersion, ResourceManagerBuild: HadoopVersion + " from weft",
-		ResourceManagerBuiltOn: "", HadoopVersion: HadoopVersion, HadoopBuildVersion: HadoopVersion + " from weft", HAZooKeeperConnectionState: "ResourceManager HA is not enabled."}
-	write(w, r, http.StatusOK, clusterInfoResponse{ClusterInfo: info}, info)
+	dao.Write(w, r, http.StatusOK, &dao.ClusterInfo{ID: ts, StartedOn: h.mgr.StartedAt(), State: "STARTED", HAState: "ACTIVE",
+		RMStateStoreName: "weft.rmfacade.state.BoltDurable", ResourceManagerVersion: HadoopVersion,
+		ResourceManagerBuildVersion: HadoopVersion + " from weft", HadoopVersion: HadoopVersion,
+		HadoopBuildVersion: HadoopVersion + " from weft", HAZooKeeperConnectionState: "ResourceManager HA is not enabled."})
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 	snap := h.mgr.Snapshot()
-	var m clusterMetrics
+	m := dao.ClusterMetricsInfo{RMSchedulerBusyPercent: -1}
 	for _, a := range snap.Applications(state.ApplicationFilter{}) {
 		m.AppsSubmitted++
 		switch a.State {
@@ -131,7 +132,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 			m.TotalVirtualCores += int64(n.Capability.VCores)
 			m.AllocatedMB += n.Used.MemoryMB
 			m.AllocatedVirtualCores += int64(n.Used.VCores)
-			m.ContainersAllocated += int(n.NumContainers)
+			m.ContainersAllocated += n.NumContainers
 		case records.NodeLost:
 			m.LostNodes++
 		case records.NodeUnhealthy:
@@ -147,7 +148,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.AvailableMB, m.AvailableVirtualCores = m.TotalMB-m.AllocatedMB, m.TotalVirtualCores-m.AllocatedVirtualCores
-	write(w, r, http.StatusOK, clusterMetricsResponse{ClusterMetrics: m}, m)
+	dao.Write(w, r, http.StatusOK, &m)
 }
 
 func (h *handler) scheduler(w http.ResponseWriter, r *http.Request) {
@@ -157,59 +158,76 @@ func (h *handler) scheduler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFound("no root queue"))
 		return
 	}
-	info := h.queueInfo(snap, root, 1)
-	info.Type = "capacityScheduler"
-	write(w, r, http.StatusOK, schedulerResponse{Scheduler: schedulerWrap{SchedulerInfo: info}},
-		struct {
-			XMLName struct{}   `xml:"scheduler"`
-			Info    *queueInfo `xml:"schedulerInfo"`
-		}{Info: info})
+	info := &dao.CapacitySchedulerInfo{Capacity: dao.Float32(root.Capacity), MaxCapacity: dao.Float32(root.MaxCapacity),
+		QueueName: root.Name, QueuePath: root.Path, MaxParallelApps: 2147483647,
+		Queues: &dao.CapacitySchedulerQueueInfoList{}}
+	for _, path := range root.Children {
+		if child, ok := h.mgr.Queues().Queue(path); ok {
+			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(snap, child, 1))
+		}
+	}
+	dao.Write(w, r, http.StatusOK, &dao.SchedulerTypeInfo{SchedulerInfo: info})
 }
 
 // queueInfo renders a queue subtree; parentAbs is the parent's absolute
 // capacity as a fraction of the cluster.
-func (h *handler) queueInfo(snap *state.Snapshot, q *records.Queue, parentAbs float32) *queueInfo {
+func (h *handler) queueInfo(snap *state.Snapshot, q *records.Queue, parentAbs float32) *dao.CapacitySchedulerQueueInfo {
 	abs := parentAbs * q.Capacity / 100
-	info := &queueInfo{Capacity: q.Capacity, MaxCapacity: q.MaxCapacity, AbsoluteCapacity: abs * 100,
-		AbsoluteMaxCapacity: parentAbs * q.MaxCapacity, QueueName: q.Name, QueuePath: q.Path, State: q.State}
-	if q.Leaf() {
-		info.Type = "capacitySchedulerLeafQueueInfo"
-		for _, a := range snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
-			if a.State.Terminal() {
-				continue
-			}
-			info.NumApplications++
-			if a.State == records.AppRunning {
-				info.NumActiveApps++
-			} else {
-				info.NumPendingApps++
+	info := &dao.CapacitySchedulerQueueInfo{Capacity: dao.Float32(q.Capacity), MaxCapacity: dao.Float32(q.MaxCapacity),
+		AbsoluteCapacity: dao.Float32(abs * 100), AbsoluteMaxCapacity: dao.Float32(parentAbs * q.MaxCapacity),
+		QueueName: q.Name, QueuePath: q.Path, State: q.State, MaxParallelApps: 2147483647, QueueType: "parent",
+		ResourcesUsed: dao.NewResourceInfo(0, 0)}
+	if !q.Leaf() {
+		info.Queues = &dao.CapacitySchedulerQueueInfoList{}
+		for _, path := range q.Children {
+			if child, ok := h.mgr.Queues().Queue(path); ok {
+				ci := h.queueInfo(snap, child, abs)
+				info.NumApplications += ci.NumApplications
+				info.Queues.Queue = append(info.Queues.Queue, ci)
 			}
 		}
 		return info
 	}
-	info.Queues = &queuesList{}
-	for _, path := range q.Children {
-		if child, ok := h.mgr.Queues().Queue(path); ok {
-			ci := h.queueInfo(snap, child, abs)
-			info.NumApplications += ci.NumApplications
-			info.Queues.Queue = append(info.Queues.Queue, ci)
+	leaf := &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
+		PreemptionDisabled: true, IntraQueuePreemptionDisabled: true}
+	for _, a := range snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
+		if a.State.Terminal() {
+			continue
+		}
+		info.NumApplications++
+		if a.State == records.AppRunning {
+			leaf.NumActiveApplications++
+		} else {
+			leaf.NumPendingApplications++
 		}
 	}
+	info.QueueType, info.LeafQueueInfo = "leaf", leaf
 	return info
 }
 
-func (h *handler) appInfo(a *records.Application) *appInfo {
+func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 	end := a.FinishTime
 	if end == 0 {
 		end = h.opts.Now().UnixMilli()
 	}
-	info := &appInfo{ID: a.ID.String(), User: a.User, Name: a.Name, Queue: a.Queue, State: string(a.State),
-		FinalStatus: string(a.FinalStatus), Progress: a.Progress * 100, TrackingUI: "UNASSIGNED", Diagnostics: a.Diagnostics,
+	queue := a.Queue
+	if q, ok := h.mgr.Queues().Queue(a.Queue); ok {
+		queue = q.Path // Hadoop 3.4 reports the queue's full path
+	}
+	info := &dao.AppInfo{ID: a.ID.String(), User: a.User, Name: a.Name, Queue: queue, State: string(a.State),
+		FinalStatus: string(a.FinalStatus), Progress: dao.Float32(a.Progress * 100), TrackingUI: "UNASSIGNED", Diagnostics: a.Diagnostics,
 		ClusterID: a.ID.ClusterTimestamp, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","), Priority: a.Priority,
 		StartedTime: a.StartTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishTime, ElapsedTime: end - a.StartTime,
-		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM, SubmittedTime: a.SubmitTime}
+		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM,
+		ResourceSecondsMap:          dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
+		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
+		Timeouts:                    dao.UnlimitedLifetime()}
 	if a.Host != "" {
 		info.AMRPCAddress = fmt.Sprintf("%s:%d", a.Host, a.RPCPort)
+	}
+	if a.State.Terminal() {
+		// A finished application holds nothing; the RM reports -1.
+		info.AllocatedMB, info.AllocatedVCores, info.ReservedMB, info.ReservedVCores, info.RunningContainers = -1, -1, -1, -1, -1
 	}
 	switch {
 	case a.State.Terminal() && a.TrackingURL != "":
@@ -296,17 +314,13 @@ func (h *handler) apps(w http.ResponseWriter, r *http.Request) {
 			finals[strings.ToUpper(s)] = true
 		}
 	}
-	var out []*appInfo
+	resp := &dao.AppsInfo{}
 	for _, a := range h.mgr.Snapshot().Applications(f) {
 		if len(finals) == 0 || finals[string(a.FinalStatus)] {
-			out = append(out, h.appInfo(a))
+			resp.App = append(resp.App, h.appInfo(a))
 		}
 	}
-	resp := appsResponse{XMLApps: out}
-	if len(out) > 0 {
-		resp.Apps = &appsList{App: out}
-	}
-	write(w, r, http.StatusOK, resp, resp)
+	dao.Write(w, r, http.StatusOK, resp)
 }
 
 // application resolves the {appid} path variable.
@@ -329,14 +343,20 @@ func (h *handler) app(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	info := h.appInfo(a)
-	write(w, r, http.StatusOK, appResponse{App: info}, info)
+	dao.Write(w, r, http.StatusOK, h.appInfo(a))
 }
 
 // Views of one application field, for GET and for the answer to a PUT.
-func stateView(a *records.Application) any    { return appState{State: string(a.State)} }
-func queueView(a *records.Application) any    { return appQueue{Queue: a.Queue} }
-func priorityView(a *records.Application) any { return appPriority{Priority: a.Priority} }
+func stateView(a *records.Application) any    { return &dao.AppState{State: string(a.State)} }
+func priorityView(a *records.Application) any { return &dao.AppPriority{Priority: a.Priority} }
+
+// queueView answers with the queue's full path, as Hadoop 3.4 does.
+func (h *handler) queueView(a *records.Application) any {
+	if q, ok := h.mgr.Queues().Queue(a.Queue); ok {
+		return &dao.AppQueue{Queue: q.Path}
+	}
+	return &dao.AppQueue{Queue: a.Queue}
+}
 
 // appView serves GET of one application field.
 func (h *handler) appView(view func(*records.Application) any) http.HandlerFunc {
@@ -346,8 +366,7 @@ func (h *handler) appView(view func(*records.Application) any) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		v := view(a)
-		write(w, r, http.StatusOK, v, v)
+		dao.Write(w, r, http.StatusOK, view(a))
 	}
 }
 
@@ -375,14 +394,13 @@ func (h *handler) update(view func(*records.Application) any,
 			writeError(w, r, err)
 			return
 		}
-		v := view(a)
-		write(w, r, http.StatusOK, v, v)
+		dao.Write(w, r, http.StatusOK, view(a))
 	}
 }
 
 func (h *handler) killApp(r *http.Request, a *records.Application, user string) error {
-	var target appState
-	if err := decode(r, &target); err != nil {
+	var target dao.AppState
+	if err := dao.Read(r, &target); err != nil {
 		return err
 	}
 	if strings.ToUpper(target.State) != string(records.AppKilled) {
@@ -397,16 +415,16 @@ func (h *handler) killApp(r *http.Request, a *records.Application, user string) 
 }
 
 func (h *handler) moveApp(r *http.Request, a *records.Application, user string) error {
-	var target appQueue
-	if err := decode(r, &target); err != nil {
+	var target dao.AppQueue
+	if err := dao.Read(r, &target); err != nil {
 		return err
 	}
 	return h.mgr.Move(r.Context(), a.ID, user, target.Queue)
 }
 
 func (h *handler) prioritizeApp(r *http.Request, a *records.Application, user string) error {
-	var target appPriority
-	if err := decode(r, &target); err != nil {
+	var target dao.AppPriority
+	if err := dao.Read(r, &target); err != nil {
 		return err
 	}
 	_, err := h.mgr.UpdatePriority(r.Context(), a.ID, user, target.Priority)
@@ -419,13 +437,12 @@ func (h *handler) appAttempts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	var list []*appAttemptInfo
+	resp := &dao.AppAttemptsInfo{}
 	for _, att := range h.mgr.Snapshot().AttemptsOf(a.ID) {
-		list = append(list, &appAttemptInfo{ID: att.ID.ID, StartTime: att.StartTime, FinishedTime: att.FinishTime,
+		resp.AppAttempt = append(resp.AppAttempt, &dao.AppAttemptInfo{ID: att.ID.ID, StartTime: att.StartTime, FinishedTime: att.FinishTime,
 			ContainerID: att.AMContainer, AppAttemptID: att.ID.String(), AppAttemptState: string(att.State)})
 	}
-	resp := appAttemptsResponse{AppAttempts: appAttemptsList{AppAttempt: list}, XMLAttempts: list}
-	write(w, r, http.StatusOK, resp, resp)
+	dao.Write(w, r, http.StatusOK, resp)
 }
 
 func (h *handler) newApplication(w http.ResponseWriter, r *http.Request) {
@@ -435,8 +452,7 @@ func (h *handler) newApplication(w http.ResponseWriter, r *http.Request) {
 	}
 	id := h.mgr.NewApplicationID()
 	max := h.mgr.MaximumAllocation()
-	resp := newApplication{ApplicationID: id.String(), MaxCapability: resourceInfo{Memory: max.MemoryMB, VCores: max.VCores}}
-	write(w, r, http.StatusOK, resp, resp)
+	dao.Write(w, r, http.StatusOK, &dao.NewApplication{ApplicationID: id.String(), MaximumResourceCapability: dao.NewResourceInfo(max.MemoryMB, max.VCores)})
 }
 
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
@@ -445,8 +461,8 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, unauthenticated())
 		return
 	}
-	var sc submissionContext
-	if err := decode(r, &sc); err != nil {
+	sc := dao.NewApplicationSubmissionContextInfo()
+	if err := dao.Read(r, sc); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -455,7 +471,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, badRequest("Invalid ApplicationId: %s", sc.ApplicationID))
 		return
 	}
-	pb, err := sc.toProto(id)
+	pb, err := submissionProto(sc, id)
 	if err != nil {
 		writeError(w, r, badRequest("%v", err))
 		return
@@ -466,7 +482,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = h.mgr.Submit(r.Context(), rm.Submission{ID: id, Name: pb.GetApplicationName(), User: user, Queue: pb.GetQueue(),
-		Type: pb.GetApplicationType(), Tags: pb.GetApplicationTags(), Priority: sc.Priority,
+		Type: pb.GetApplicationType(), Tags: pb.GetApplicationTags(), Priority: max(sc.Priority, 0),
 		AMResource: records.Resource{MemoryMB: sc.Resource.Memory, VCores: sc.Resource.VCores}, MaxAttempts: sc.MaxAppAttempts,
 		UnmanagedAM: sc.UnmanagedAM, KeepContainers: sc.KeepContainers, Raw: raw})
 	if err != nil {
@@ -477,13 +493,13 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (h *handler) nodeInfo(n *records.Node) *nodeInfo {
+func (h *handler) nodeInfo(n *records.Node) *dao.NodeInfo {
 	avail := records.Resource{MemoryMB: n.Capability.MemoryMB - n.Used.MemoryMB, VCores: n.Capability.VCores - n.Used.VCores}
-	return &nodeInfo{Rack: n.Rack, State: string(n.State), ID: n.ID, NodeHostName: n.Host, NodeHTTPAddress: n.HTTPAddress,
+	return &dao.NodeInfo{Rack: n.Rack, State: string(n.State), ID: n.ID, NodeHostName: n.Host, NodeHTTPAddress: n.HTTPAddress,
 		LastHealthUpdate: n.LastHealthUpdate, Version: HadoopVersion, HealthReport: n.HealthReport, NumContainers: n.NumContainers,
-		UsedMemoryMB: n.Used.MemoryMB, AvailMemoryMB: avail.MemoryMB, UsedVirtualCores: n.Used.VCores, AvailableVirtualCores: avail.VCores,
-		NodeLabels: n.Labels, TotalResource: resourceInfo{Memory: n.Capability.MemoryMB, VCores: n.Capability.VCores},
-		UsedResource: resourceInfo{Memory: n.Used.MemoryMB, VCores: n.Used.VCores}, AvailableResource: resourceInfo{Memory: avail.MemoryMB, VCores: avail.VCores}}
+		UsedMemoryMB: n.Used.MemoryMB, AvailMemoryMB: avail.MemoryMB, UsedVirtualCores: int64(n.Used.VCores), AvailableVirtualCores: int64(avail.VCores),
+		NodeLabels: n.Labels, TotalResource: dao.NewResourceInfo(n.Capability.MemoryMB, n.Capability.VCores),
+		UsedResource: dao.NewResource(n.Used.MemoryMB, n.Used.VCores), AvailableResource: dao.NewResource(avail.MemoryMB, avail.VCores)}
 }
 
 func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
@@ -493,15 +509,11 @@ func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
 			states = append(states, records.NodeState(s))
 		}
 	}
-	var out []*nodeInfo
+	resp := &dao.NodesInfo{}
 	for _, n := range h.mgr.Snapshot().Nodes(states...) {
-		out = append(out, h.nodeInfo(n))
+		resp.Node = append(resp.Node, h.nodeInfo(n))
 	}
-	resp := nodesResponse{XMLNodes: out}
-	if len(out) > 0 {
-		resp.Nodes = &nodesList{Node: out}
-	}
-	write(w, r, http.StatusOK, resp, resp)
+	dao.Write(w, r, http.StatusOK, resp)
 }
 
 func (h *handler) node(w http.ResponseWriter, r *http.Request) {
@@ -511,8 +523,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, notFound("nodeId, %s, is not found", id))
 		return
 	}
-	info := h.nodeInfo(n)
-	write(w, r, http.StatusOK, nodeResponse{Node: info}, info)
+	dao.Write(w, r, http.StatusOK, h.nodeInfo(n))
 }
 
 // proxy sends a browser to the application's own UI once its AM names

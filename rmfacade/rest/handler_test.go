@@ -15,6 +15,7 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -127,8 +128,8 @@ func TestRESTApplications(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("new-application: %d %s", status, body)
 	}
-	var na newApplication
-	if err := json.Unmarshal(body, &na); err != nil || na.MaxCapability.Memory != 8192 {
+	var na dao.NewApplication
+	if err := json.Unmarshal(body, &na); err != nil || na.MaximumResourceCapability.Memory != 8192 {
 		t.Fatalf("new-application body %s: %v", body, err)
 	}
 	id := na.ApplicationID
@@ -143,18 +144,18 @@ func TestRESTApplications(t *testing.T) {
 	xmlID := mgr.NewApplicationID().String()
 
 	check(t, srv, []exchange{
-		{name: "submit without user", method: "POST", path: "/ws/v1/cluster/apps", contentType: "application/json", body: submission, wantStatus: 403,
+		{name: "submit without user", method: "POST", path: "/ws/v1/cluster/apps", contentType: "application/json", body: submission, wantStatus: 401,
 			wantJSON: map[string]string{"RemoteException.exception": "AuthorizationException"}},
 		{name: "submit json", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: submission, wantStatus: 202},
 		{name: "submit xml", method: "POST", path: "/ws/v1/cluster/apps?user.name=bob", contentType: "application/xml", body: sprintf(xmlSubmission, xmlID), wantStatus: 202},
 		{name: "submit unknown queue", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json",
 			body: `{"application-id":"` + mgr.NewApplicationID().String() + `","queue":"nope"}`, wantStatus: 400,
-			wantJSON: map[string]string{"RemoteException.javaClassName": "org.apache.hadoop.yarn.exceptions.YarnException"}},
-		{name: "submit malformed", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: `{"application-id":`, wantStatus: 400,
 			wantJSON: map[string]string{"RemoteException.exception": "BadRequestException"}},
+		{name: "submit malformed", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: `{"application-id":`, wantStatus: 400,
+			wantJSON: map[string]string{"RemoteException.exception": "WebApplicationException"}},
 		{name: "submit bad id", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: `{"application-id":"app_1"}`, wantStatus: 400},
 		{name: "get app", method: "GET", path: "/ws/v1/cluster/apps/" + id, wantStatus: 200, wantJSON: map[string]string{
-			"app.id": id, "app.user": "alice", "app.queue": "batch", "app.state": "ACCEPTED", "app.finalStatus": "UNDEFINED",
+			"app.id": id, "app.user": "alice", "app.queue": "root.batch", "app.state": "ACCEPTED", "app.finalStatus": "UNDEFINED",
 			"app.applicationType": "SPARK", "app.applicationTags": "etl,nightly", "app.priority": "3", "app.name": "rest-app"}},
 		{name: "get app xml", method: "GET", path: "/ws/v1/cluster/apps/" + xmlID, accept: "application/xml", wantStatus: 200,
 			wantText: []string{"<app><id>" + xmlID + "</id><user>bob</user>", "<applicationTags>a,b</applicationTags>"}},
@@ -162,11 +163,11 @@ func TestRESTApplications(t *testing.T) {
 			"RemoteException.exception": "NotFoundException", "RemoteException.javaClassName": "org.apache.hadoop.yarn.webapp.NotFoundException"}},
 		{name: "malformed app id", method: "GET", path: "/ws/v1/cluster/apps/nonsense", wantStatus: 400, wantJSON: map[string]string{"RemoteException.exception": "BadRequestException"}},
 		{name: "list", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id, "apps.app.1.id": xmlID}},
-		{name: "list by queue", method: "GET", path: "/ws/v1/cluster/apps?queue=default", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": xmlID, "apps.app.1": "<nil>"}},
+		{name: "list by queue", method: "GET", path: "/ws/v1/cluster/apps?queue=default", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": xmlID, "apps.app.1": "<nil>", "apps.app.0.queue": "root.default"}},
 		{name: "list by user and tags", method: "GET", path: "/ws/v1/cluster/apps?user=alice&applicationTags=ETL", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id}},
 		{name: "list by type", method: "GET", path: "/ws/v1/cluster/apps?applicationTypes=spark,mapreduce", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": id, "apps.app.1": "<nil>"}},
 		{name: "list limit", method: "GET", path: "/ws/v1/cluster/apps?limit=1", wantStatus: 200, wantJSON: map[string]string{"apps.app.1": "<nil>"}},
-		{name: "list started window", method: "GET", path: "/ws/v1/cluster/apps?startedTimeBegin=1&startedTimeEnd=2", wantStatus: 200, wantJSON: map[string]string{"apps": "<nil>"}},
+		{name: "list started window", method: "GET", path: "/ws/v1/cluster/apps?startedTimeBegin=1&startedTimeEnd=2", wantStatus: 200, wantText: []string{`{"apps":{}}`}},
 		{name: "list bad state", method: "GET", path: "/ws/v1/cluster/apps?states=SLEEPING", wantStatus: 400},
 		{name: "list bad limit", method: "GET", path: "/ws/v1/cluster/apps?limit=-1", wantStatus: 400},
 		{name: "list bad window", method: "GET", path: "/ws/v1/cluster/apps?startedTimeBegin=5&startedTimeEnd=2", wantStatus: 400},
@@ -177,9 +178,9 @@ func TestRESTApplications(t *testing.T) {
 			wantStatus: 200, wantJSON: map[string]string{"priority": "5"}},
 		{name: "get priority", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/priority", wantStatus: 200, wantJSON: map[string]string{"priority": "5"}},
 		{name: "move", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/queue?user.name=alice", contentType: "application/json", body: `{"queue":"default"}`,
-			wantStatus: 200, wantJSON: map[string]string{"queue": "default"}},
-		{name: "get queue", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/queue", wantStatus: 200, wantJSON: map[string]string{"queue": "default"}},
-		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state", contentType: "application/json", body: `{"state":"KILLED"}`, wantStatus: 403},
+			wantStatus: 200, wantJSON: map[string]string{"queue": "root.default"}},
+		{name: "get queue", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/queue", wantStatus: 200, wantJSON: map[string]string{"queue": "root.default"}},
+		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state", contentType: "application/json", body: `{"state":"KILLED"}`, wantStatus: 401},
 		{name: "bad target state", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"RUNNING"}`, wantStatus: 400},
 		{name: "kill", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"KILLED"}`,
 			wantStatus: 200, wantJSON: map[string]string{"state": "KILLED"}},
@@ -221,17 +222,17 @@ func TestRESTCluster(t *testing.T) {
 			"scheduler.schedulerInfo.type": "capacityScheduler", "scheduler.schedulerInfo.queueName": "root",
 			"scheduler.schedulerInfo.queues.queue.0.queuePath": "root.default", "scheduler.schedulerInfo.queues.queue.1.queueName": "batch"}},
 		{name: "scheduler xml", method: "GET", path: "/ws/v1/cluster/scheduler", accept: "application/xml", wantStatus: 200, wantText: []string{"<scheduler><schedulerInfo"}},
-		{name: "empty apps", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantText: []string{`{"apps":null}`}},
+		{name: "empty apps", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantText: []string{`{"apps":{}}`}},
 		{name: "nodes", method: "GET", path: "/ws/v1/cluster/nodes", wantStatus: 200, wantJSON: map[string]string{
 			"nodes.node.0.id": "n1:8041", "nodes.node.0.state": "RUNNING", "nodes.node.0.availMemoryMB": "8192"}},
-		{name: "nodes by state", method: "GET", path: "/ws/v1/cluster/nodes?states=LOST", wantStatus: 200, wantText: []string{`{"nodes":null}`}},
+		{name: "nodes by state", method: "GET", path: "/ws/v1/cluster/nodes?states=LOST", wantStatus: 200, wantText: []string{`{"nodes":{}}`}},
 		{name: "node", method: "GET", path: "/ws/v1/cluster/nodes/n1:8041", wantStatus: 200, wantJSON: map[string]string{"node.nodeHostName": "n1"}},
 		{name: "unknown node", method: "GET", path: "/ws/v1/cluster/nodes/n9:1", wantStatus: 404},
 		{name: "ui", method: "GET", path: "/cluster/nodes", wantStatus: 200, wantText: []string{"n1:8041"}},
 	})
 	// XML bodies parse as XML.
 	_, body := do(t, srv, exchange{method: "GET", path: "/ws/v1/cluster/metrics", accept: "application/xml"})
-	var m clusterMetrics
+	var m dao.ClusterMetricsInfo
 	if err := xml.Unmarshal(body, &m); err != nil || m.TotalMB != 8192 {
 		t.Fatalf("xml metrics %s: %v", body, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
@@ -33,9 +34,9 @@ var pages = template.Must(template.New("layout").Parse(`<!DOCTYPE html>
 
 type page struct {
 	Title string
-	Apps  []*appInfo
-	Nodes []*nodeInfo
-	App   *appInfo
+	Apps  []*dao.AppInfo
+	Nodes []*dao.NodeInfo
+	App   *dao.AppInfo
 	Empty string
 }
 
