@@ -1,0 +1,114 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/scheduler/state"
+)
+
+// harness is an in-memory store plus helpers, in the manner of Nomad's
+// scheduler test harness.
+type harness struct {
+	t     testing.TB
+	store *state.Store
+	seq   int
+}
+
+func newHarness(t testing.TB, quotas ...quota.QueueQuota) *harness {
+	t.Helper()
+	h, err := quota.NewHierarchy(append([]quota.QueueQuota{{Path: "root"}}, quotas...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := state.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, store: s}
+}
+
+func res(cpu, memGiB int64) quota.Resource {
+	return quota.Resource{MilliCPU: cpu, Memory: memGiB << 30}
+}
+
+func limit(cpu, memGiB int64) *quota.Resource { r := res(cpu, memGiB); return &r }
+
+func (h *harness) update(fn func(*state.Txn) error) {
+	h.t.Helper()
+	if err := h.store.Update(fn); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) node(id string, alloc, nonWeft quota.Resource) {
+	h.update(func(w *state.Txn) error {
+		return w.UpsertNode(&objects.Node{ID: id, Allocatable: alloc, NonWeftUsed: nonWeft})
+	})
+}
+
+// job describes an application's pending requests by tier.
+type job struct {
+	id, queue      string
+	priority       int32
+	minMembers     int
+	high, med, low int
+	each           quota.Resource
+}
+
+func (h *harness) submit(j job) {
+	h.t.Helper()
+	h.seq++
+	h.update(func(w *state.Txn) error {
+		if err := w.UpsertApplication(&objects.Application{ID: j.id, Queue: j.queue, Priority: j.priority,
+			MinMembers: j.minMembers, Submitted: time.Unix(int64(h.seq), 0)}); err != nil {
+			return err
+		}
+		for _, tc := range []struct {
+			tier objects.Tier
+			n    int
+		}{{objects.TierHigh, j.high}, {objects.TierMedium, j.med}, {objects.TierLow, j.low}} {
+			for i := range tc.n {
+				if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("%s-%s-%d", j.id, tc.tier, i), AppID: j.id,
+					Tier: tc.tier, Resource: j.each}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// cycle runs one scheduling cycle and applies its plan.
+func (h *harness) cycle(s *Scheduler) (*objects.Plan, *objects.PlanResult) {
+	h.t.Helper()
+	plan, err := s.Schedule(context.Background(), h.store.Snapshot())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := h.store.ApplyPlan(plan)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.Rejected) > 0 {
+		h.t.Fatalf("fresh plan rejected: %+v", r.Rejected)
+	}
+	return plan, r
+}
+
+// placed counts an application's allocations by tier.
+func (h *harness) placed(app string) map[objects.Tier]int {
+	out := map[objects.Tier]int{}
+	for _, a := range h.store.Snapshot().AllocationsOfApp(app) {
+		out[a.Tier]++
+	}
+	return out
+}
+
+func (h *harness) used(queue string) quota.Resource {
+	return h.store.Snapshot().QueueUsage(queue).Used
+}

@@ -1,0 +1,134 @@
+// Package objects holds the scheduler's own objects. They are plain values
+// with no locks: the state store owns them, and an object read from it is
+// shared with other readers and must never be modified; write a copy.
+package objects
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weft-sh/weft/quota"
+)
+
+// Tier ranks a pending request inside its job. The order matters twice:
+// a job's high and medium tiers form its gang minimum, and preemption takes
+// low before medium and never high. Larger values are more important.
+type Tier uint8
+
+const (
+	// TierLow is an elastic worker beyond the job's minimum: placed last,
+	// preempted first.
+	TierLow Tier = iota + 1
+	// TierMedium is one of the job's minimum workers: part of the gang.
+	TierMedium
+	// TierHigh is an application master or parameter server: part of the
+	// gang, never preempted, since losing it loses the job.
+	TierHigh
+)
+
+func (t Tier) String() string {
+	switch t {
+	case TierLow:
+		return "low"
+	case TierMedium:
+		return "medium"
+	case TierHigh:
+		return "high"
+	}
+	return fmt.Sprintf("Tier(%d)", uint8(t))
+}
+
+// Valid reports whether t is one of the three tiers.
+func (t Tier) Valid() bool { return t >= TierLow && t <= TierHigh }
+
+// Gang reports whether requests of this tier belong to the job's
+// all-or-nothing minimum.
+func (t Tier) Gang() bool { return t == TierMedium || t == TierHigh }
+
+// Node is a machine's reclaimable capacity as offered to Weft.
+type Node struct {
+	ID string
+	// Allocatable is the reclaimable capacity Weft may use (for instance
+	// Katalyst's reclaimed_millicpu/memory or Koordinator's batch-cpu).
+	Allocatable quota.Resource
+	// NonWeftUsed is taken by pods Weft does not own. It only reduces free
+	// capacity: those pods are never preemption victims.
+	NonWeftUsed quota.Resource
+	// Allocated is the sum of Weft allocations on the node. The store
+	// maintains it with every allocation change so that a cycle need not
+	// scan all allocations to know what is free.
+	Allocated quota.Resource
+	// Releasing is the part of Allocated held by preemption victims that
+	// have been notified: capacity that will be free soon, so the next
+	// cycle does not pick more victims for the same need.
+	Releasing quota.Resource
+	// Cordoned nodes keep their allocations but take no new ones.
+	Cordoned bool
+	// ModifyIndex is the store index of the last change.
+	ModifyIndex uint64
+}
+
+// Free is what is left for new Weft allocations; negative dimensions mean
+// the online load grew into capacity Weft already uses.
+func (n *Node) Free() quota.Resource {
+	f := n.Allocatable.Sub(n.NonWeftUsed)
+	f.SubInPlace(n.Allocated)
+	return f
+}
+
+// Application is a Hadoop or Spark job.
+type Application struct {
+	ID    string
+	Queue string // full leaf path, "root.etl"
+	User  string
+	// Priority orders applications within a queue, higher first.
+	Priority int32
+	// Submitted orders applications of equal priority, older first.
+	Submitted time.Time
+	// MinMembers is the size of the gang: how many high and medium
+	// requests must run together before any of them runs. Zero means the
+	// gang is whatever high and medium requests are pending.
+	MinMembers int
+	// ModifyIndex is the store index of the last change.
+	ModifyIndex uint64
+}
+
+// Request is one pending pod.
+type Request struct {
+	ID       string
+	AppID    string
+	Queue    string // copied from the application for the queue/tier index
+	Tier     Tier
+	Resource quota.Resource
+	// CreateIndex orders requests of one application and tier.
+	CreateIndex uint64
+}
+
+// Allocation is a placed pod.
+type Allocation struct {
+	ID       string // the request id it came from
+	AppID    string
+	Queue    string
+	NodeID   string
+	Tier     Tier
+	Resource quota.Resource
+	// Preempting marks a victim chosen by an applied plan: the shim gives
+	// the pod advance notice and the allocation is released when it exits.
+	// Its capacity is still in use until then.
+	Preempting  bool
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// QueueUsage is the running total for one queue of the hierarchy, leaf or
+// parent: what its applications hold and what they still ask for. The
+// store keeps it current so that quota checks and fair shares never need
+// to scan allocations.
+type QueueUsage struct {
+	Path    string
+	Used    quota.Resource
+	Pending quota.Resource
+	// Releasing is the part of Used held by notified preemption victims.
+	Releasing   quota.Resource
+	ModifyIndex uint64
+}

@@ -1,0 +1,359 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/scheduler/state"
+)
+
+// Scoring chooses among nodes that fit a request.
+type Scoring int
+
+const (
+	// LeastAllocated spreads pods onto the emptiest nodes, which keeps
+	// headroom on every node when the online load grows back.
+	LeastAllocated Scoring = iota
+	// MostAllocated packs pods onto the fullest nodes, which leaves whole
+	// nodes empty for large pods and for tidal whole-node lending.
+	MostAllocated
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	Scoring Scoring
+	// NodesToScore stops the node search after this many feasible nodes,
+	// starting each search where the last one ended, as kube-scheduler's
+	// percentageOfNodesToScore does. Zero scores every feasible node.
+	NodesToScore int
+	// DisablePreemption skips preemption planning.
+	DisablePreemption bool
+}
+
+// Scheduler computes plans. It holds no state between cycles except the
+// rotating node-search offset, so one Scheduler must not run two cycles
+// concurrently; there is one writer of plans anyway.
+type Scheduler struct {
+	opts       Options
+	nodeCursor int
+}
+
+// New returns a Scheduler.
+func New(opts Options) *Scheduler { return &Scheduler{opts: opts} }
+
+// Schedule runs one cycle on snap and returns the plan. It does not modify
+// the store: the caller submits the plan to state.Store.ApplyPlan.
+//
+// The cycle has three phases, each ordering leaf queues by DRF deficit
+// (dominant share of usage over fair share, lowest first) and applications
+// within a queue by priority then age:
+//  1. gang minimums (high and medium tiers), each all or nothing;
+//  2. elastic low-tier requests, one at a time, of jobs whose gang runs;
+//  3. preemption for queues below their guarantee that still have work.
+//
+// A job that cannot be placed is skipped for the rest of the cycle, so a
+// large gang never blocks smaller jobs behind it.
+func (s *Scheduler) Schedule(ctx context.Context, snap *state.Snapshot) (*objects.Plan, error) {
+	c := s.newCycle(snap)
+	if err := c.placeGangs(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.placeElastic(ctx); err != nil {
+		return nil, err
+	}
+	if !s.opts.DisablePreemption {
+		if err := c.planPreemption(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.plan, nil
+}
+
+// cycle is the working view of one scheduling cycle: copies of the
+// quantities it changes as it places pods, never the store's objects.
+type cycle struct {
+	s     *Scheduler
+	snap  *state.Snapshot
+	h     *quota.Hierarchy
+	plan  *objects.Plan
+	nodes []*wnode
+	node  map[string]*wnode
+	queue map[string]*wqueue
+	leafs []*wqueue
+	// victims are allocations this cycle's preemptions already chose.
+	victims map[string]bool
+}
+
+type wnode struct {
+	n *objects.Node
+	// free is what this cycle may still place; soon is capacity held by
+	// notified victims, usable only by preemption planning.
+	free, soon quota.Resource
+	// invCPU and invMem are 1/allocatable, precomputed for scoring.
+	invCPU, invMem float64
+	allocs         []*objects.Allocation // loaded by preemption planning only
+}
+
+type wqueue struct {
+	path   string
+	quota  quota.QueueQuota
+	parent *wqueue
+	used   quota.Resource // includes this cycle's placements
+	fair   quota.Resource
+	// reclaim is what victims may still be taken from: usage (with this
+	// cycle's placements) minus victims releasing or chosen.
+	reclaim quota.Resource
+	// Leaves only: applications in order, loaded lazily.
+	apps    []*wapp
+	loaded  bool
+	gangAt  int // next app to try in phase 1
+	elastAt int // next app to try in phase 2
+}
+
+type wapp struct {
+	a       *objects.Application
+	gang    []*objects.Request // pending high then medium tier
+	elastic []*objects.Request // pending low tier, oldest first
+	// gangRunning: the job's minimum is allocated or was placed this cycle.
+	gangRunning bool
+	// blocked: a unit of this job did not fit on any node (not a quota
+	// refusal); preemption may make room for it.
+	blockedGang, blockedElastic bool
+	elasticNext                 int
+}
+
+func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
+	c := &cycle{s: s, snap: snap, h: snap.Hierarchy(), plan: &objects.Plan{SnapshotIndex: snap.Index()},
+		node: map[string]*wnode{}, queue: map[string]*wqueue{}}
+	var capacity quota.Resource
+	for _, n := range snap.Nodes() {
+		if n.Cordoned {
+			continue
+		}
+		w := &wnode{n: n, free: n.Free(), soon: n.Releasing.Clone()}
+		if n.Allocatable.MilliCPU > 0 {
+			w.invCPU = 1 / float64(n.Allocatable.MilliCPU)
+		}
+		if n.Allocatable.Memory > 0 {
+			w.invMem = 1 / float64(n.Allocatable.Memory)
+		}
+		c.nodes = append(c.nodes, w)
+		c.node[n.ID] = w
+		capacity.AddInPlace(n.Allocatable.Sub(n.NonWeftUsed).NonNegative())
+	}
+	loads := map[string]quota.QueueLoad{}
+	for _, p := range c.h.Paths() {
+		q, _ := c.h.Quota(p)
+		w := &wqueue{path: p, quota: q}
+		if row := snap.QueueUsage(p); row != nil {
+			w.used = row.Used.Clone()
+			loads[p] = quota.QueueLoad{Used: row.Used, Pending: row.Pending}
+		}
+		if lin := c.h.Lineage(p); len(lin) > 1 {
+			w.parent = c.queue[lin[1]]
+		}
+		c.queue[p] = w
+	}
+	for _, p := range c.h.Leaves() {
+		c.leafs = append(c.leafs, c.queue[p])
+	}
+	for p, sh := range c.h.FairShares(capacity, loads) {
+		c.queue[p].fair = sh.FairShare
+	}
+	return c
+}
+
+// deficit is the DRF ordering key: the dominant share of what a queue uses
+// relative to its fair share. A queue far below its share goes first.
+func (q *wqueue) deficit() float64 {
+	d := q.used.DominantShare(q.fair)
+	if math.IsNaN(d) {
+		return math.Inf(1)
+	}
+	return d
+}
+
+// fitsQuota reports whether adding r keeps q and every ancestor within max.
+func (q *wqueue) fitsQuota(r quota.Resource) bool {
+	for cur := q; cur != nil; cur = cur.parent {
+		if cur.quota.Max != nil && !cur.used.Add(r).FitsLimit(cur.quota.Max) {
+			return false
+		}
+	}
+	return true
+}
+
+func (q *wqueue) charge(r quota.Resource, sign int64) {
+	for cur := q; cur != nil; cur = cur.parent {
+		if sign > 0 {
+			cur.used.AddInPlace(r)
+		} else {
+			cur.used.SubInPlace(r)
+		}
+	}
+}
+
+// load reads a leaf's applications and their requests from the snapshot,
+// in scheduling order. It is lazy because a queue held at its max, or a
+// cycle that ends early, need not read its backlog.
+func (c *cycle) load(q *wqueue) {
+	if q.loaded {
+		return
+	}
+	q.loaded = true
+	apps := c.snap.ApplicationsInQueue(q.path)
+	slices.SortFunc(apps, func(a, b *objects.Application) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted), cmp.Compare(a.ID, b.ID))
+	})
+	for _, a := range apps {
+		w := &wapp{a: a}
+		for _, r := range c.snap.RequestsOfApp(a.ID) {
+			if r.Tier.Gang() {
+				w.gang = append(w.gang, r)
+			} else {
+				w.elastic = append(w.elastic, r)
+			}
+		}
+		// Place the big pieces first within a gang, and high before
+		// medium: an AM that cannot fit fails the gang fast.
+		slices.SortFunc(w.gang, func(x, y *objects.Request) int {
+			return cmp.Or(cmp.Compare(y.Tier, x.Tier), cmp.Compare(x.CreateIndex, y.CreateIndex), cmp.Compare(x.ID, y.ID))
+		})
+		slices.SortFunc(w.elastic, func(x, y *objects.Request) int {
+			return cmp.Or(cmp.Compare(x.CreateIndex, y.CreateIndex), cmp.Compare(x.ID, y.ID))
+		})
+		running := 0
+		if a.MinMembers > 0 || len(w.gang) == 0 {
+			for _, al := range c.snap.AllocationsOfApp(a.ID) {
+				if al.Tier.Gang() {
+					running++
+				}
+			}
+		}
+		w.gangRunning = len(w.gang) == 0 && running >= a.MinMembers
+		if len(w.gang) > 0 && a.MinMembers > 0 && running+len(w.gang) < a.MinMembers {
+			// The job has not submitted its whole minimum yet; placing
+			// part of it would hold capacity for a job that cannot start.
+			w.gang = nil
+		}
+		if len(w.gang) > 0 || len(w.elastic) > 0 {
+			q.apps = append(q.apps, w)
+		}
+	}
+}
+
+// pickLeaf returns the leaf with the lowest deficit among those for which
+// has reports remaining work, or nil.
+func (c *cycle) pickLeaf(has func(*wqueue) bool) *wqueue {
+	var best *wqueue
+	bestD := 0.0
+	for _, q := range c.leafs {
+		if !has(q) {
+			continue
+		}
+		if d := q.deficit(); best == nil || d < bestD {
+			best, bestD = q, d
+		}
+	}
+	return best
+}
+
+// checkEvery bounds how often a cycle polls its context.
+const checkEvery = 256
+
+func (c *cycle) placeGangs(ctx context.Context) error {
+	has := func(q *wqueue) bool {
+		c.load(q)
+		for q.gangAt < len(q.apps) && len(q.apps[q.gangAt].gang) == 0 {
+			q.gangAt++
+		}
+		return q.gangAt < len(q.apps)
+	}
+	for i := 0; ; i++ {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		q := c.pickLeaf(has)
+		if q == nil {
+			return nil
+		}
+		app := q.apps[q.gangAt]
+		q.gangAt++
+		c.tryGang(q, app)
+	}
+}
+
+// tryGang places a job's whole minimum or nothing.
+func (c *cycle) tryGang(q *wqueue, app *wapp) {
+	var total quota.Resource
+	for _, r := range app.gang {
+		total.AddInPlace(r.Resource)
+	}
+	if !q.fitsQuota(total) {
+		return
+	}
+	unit := objects.Unit{AppID: app.a.ID, Gang: true, Placements: make([]objects.Placement, 0, len(app.gang))}
+	placed := make([]*wnode, 0, len(app.gang))
+	for _, r := range app.gang {
+		n := c.selectNode(r.Resource)
+		if n == nil {
+			for i, pn := range placed {
+				pn.free.AddInPlace(app.gang[i].Resource)
+			}
+			app.blockedGang = true
+			return
+		}
+		n.free.SubInPlace(r.Resource)
+		placed = append(placed, n)
+		unit.Placements = append(unit.Placements, objects.Placement{RequestID: r.ID, NodeID: n.n.ID})
+	}
+	q.charge(total, 1)
+	app.gangRunning = true
+	app.gang = nil
+	c.plan.Units = append(c.plan.Units, unit)
+}
+
+func (c *cycle) placeElastic(ctx context.Context) error {
+	has := func(q *wqueue) bool {
+		for q.elastAt < len(q.apps) {
+			a := q.apps[q.elastAt]
+			if a.gangRunning && !a.blockedElastic && a.elasticNext < len(a.elastic) {
+				return true
+			}
+			q.elastAt++
+		}
+		return false
+	}
+	for i := 0; ; i++ {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		q := c.pickLeaf(has)
+		if q == nil {
+			return nil
+		}
+		app := q.apps[q.elastAt]
+		r := app.elastic[app.elasticNext]
+		if !q.fitsQuota(r.Resource) {
+			// Later requests of this job are no smaller in the common
+			// case; move on to the next job rather than retry each.
+			q.elastAt++
+			continue
+		}
+		n := c.selectNode(r.Resource)
+		if n == nil {
+			app.blockedElastic = true
+			q.elastAt++
+			continue
+		}
+		n.free.SubInPlace(r.Resource)
+		q.charge(r.Resource, 1)
+		app.elasticNext++
+		c.plan.Units = append(c.plan.Units, objects.Unit{AppID: app.a.ID,
+			Placements: []objects.Placement{{RequestID: r.ID, NodeID: n.n.ID}}})
+	}
+}

@@ -1,0 +1,230 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/scheduler/objects"
+)
+
+// ApplyPlan is the plan applier. A plan was computed on a snapshot that may
+// be stale by now, so every unit is checked against the current state,
+// including the units applied before it in the same plan: each request must
+// still be pending, each node present, schedulable and with room, and no
+// queue or ancestor may exceed its max. A unit that fails any check is
+// rejected as a whole, which keeps gangs all-or-nothing even when the
+// state moved under the scheduler. Preemptions of allocations that are gone,
+// already preempting, high-tier, or whose queue no longer borrows are
+// dropped.
+//
+// The plan is applied in one write transaction; readers see all of it or
+// none of it.
+func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	w := s.begin()
+	defer w.tx.Abort()
+	a := &applier{Txn: w, nodes: map[string]*objects.Node{}, queues: map[string]*objects.QueueUsage{},
+		placed: map[string]bool{}}
+	res := &objects.PlanResult{Index: w.index}
+	for _, u := range p.Units {
+		if reason := a.unit(u); reason != "" {
+			res.Rejected = append(res.Rejected, objects.Rejection{Unit: u, Reason: reason})
+			continue
+		}
+		res.Applied = append(res.Applied, u)
+	}
+	for _, pr := range p.Preemptions {
+		ok, err := a.preempt(pr)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			res.Preempted = append(res.Preempted, pr)
+		}
+	}
+	if err := a.flush(); err != nil {
+		return nil, err
+	}
+	if err := w.commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// applier caches the nodes and queue rows a plan touches and writes each
+// back once, instead of once per placement: a large plan changes the same
+// few queue rows tens of thousands of times.
+type applier struct {
+	*Txn
+	nodes  map[string]*objects.Node
+	queues map[string]*objects.QueueUsage
+	placed map[string]bool
+}
+
+func (a *applier) node(id string) *objects.Node {
+	if n, ok := a.nodes[id]; ok {
+		return n
+	}
+	n := a.Node(id)
+	if n != nil {
+		c := *n
+		c.Allocated, c.Releasing = n.Allocated.Clone(), n.Releasing.Clone()
+		n = &c
+	}
+	a.nodes[id] = n
+	return n
+}
+
+func (a *applier) queueRow(path string) *objects.QueueUsage {
+	if q, ok := a.queues[path]; ok {
+		return q
+	}
+	q := a.QueueUsage(path)
+	if q != nil {
+		c := *q
+		c.Used, c.Pending, c.Releasing = q.Used.Clone(), q.Pending.Clone(), q.Releasing.Clone()
+		q = &c
+	}
+	a.queues[path] = q
+	return q
+}
+
+// unit checks and applies one unit; it returns why it was rejected, or "".
+func (a *applier) unit(u objects.Unit) string {
+	app := a.Application(u.AppID)
+	if app == nil {
+		return "application gone"
+	}
+	if len(u.Placements) == 0 {
+		return "empty unit"
+	}
+	lineage := a.queue.Lineage(app.Queue)
+	reqs := make([]*objects.Request, len(u.Placements))
+	nodeAdd := map[string]quota.Resource{}
+	var total quota.Resource
+	seen := map[string]bool{}
+	gangMembers := 0
+	for i, pl := range u.Placements {
+		r := a.Request(pl.RequestID)
+		if r == nil || a.placed[pl.RequestID] || seen[pl.RequestID] {
+			return fmt.Sprintf("request %s no longer pending", pl.RequestID)
+		}
+		if r.AppID != u.AppID {
+			return fmt.Sprintf("request %s belongs to %s", r.ID, r.AppID)
+		}
+		if r.Tier.Gang() != u.Gang {
+			return fmt.Sprintf("request %s of tier %v in a unit with gang=%v", r.ID, r.Tier, u.Gang)
+		}
+		if r.Tier.Gang() {
+			gangMembers++
+		}
+		seen[r.ID] = true
+		reqs[i] = r
+		n := a.node(pl.NodeID)
+		if n == nil {
+			return fmt.Sprintf("node %s gone", pl.NodeID)
+		}
+		if n.Cordoned {
+			return fmt.Sprintf("node %s cordoned", pl.NodeID)
+		}
+		add := nodeAdd[pl.NodeID].Add(r.Resource)
+		if !add.Fits(n.Free()) {
+			return fmt.Sprintf("node %s has no room for %s", pl.NodeID, r.ID)
+		}
+		nodeAdd[pl.NodeID] = add
+		total.AddInPlace(r.Resource)
+	}
+	if u.Gang && app.MinMembers > 0 {
+		have := 0
+		for _, al := range a.AllocationsOfApp(app.ID) {
+			if al.Tier.Gang() {
+				have++
+			}
+		}
+		if have+gangMembers < app.MinMembers {
+			return fmt.Sprintf("gang of %s incomplete: %d of %d members", app.ID, have+gangMembers, app.MinMembers)
+		}
+	}
+	for _, p := range lineage {
+		q, _ := a.queue.Quota(p)
+		row := a.queueRow(p)
+		if !row.Used.Add(total).FitsLimit(q.Max) {
+			return fmt.Sprintf("queue %s would exceed its max", p)
+		}
+	}
+	// Every check passed: apply.
+	for id, add := range nodeAdd {
+		a.nodes[id].Allocated.AddInPlace(add)
+	}
+	for _, p := range lineage {
+		row := a.queueRow(p)
+		row.Used.AddInPlace(total)
+		row.Pending.SubInPlace(total)
+	}
+	for i, r := range reqs {
+		a.placed[r.ID] = true
+		if err := a.tx.Delete(TableRequests, r); err != nil {
+			return "store: " + err.Error()
+		}
+		al := &objects.Allocation{ID: r.ID, AppID: r.AppID, Queue: r.Queue, NodeID: u.Placements[i].NodeID,
+			Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index}
+		if err := a.tx.Insert(TableAllocations, al); err != nil {
+			return "store: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// preempt marks a victim; false means the preemption was stale.
+func (a *applier) preempt(p objects.Preemption) (bool, error) {
+	al := a.Allocation(p.AllocationID)
+	if al == nil || al.Preempting || al.Tier == objects.TierHigh {
+		return false, nil
+	}
+	q, _ := a.queue.Quota(al.Queue)
+	row := a.queueRow(al.Queue)
+	if !Reclaimable(row.Used.Sub(row.Releasing), q.Guaranteed, al.Resource) {
+		return false, nil
+	}
+	row.Releasing.AddInPlace(al.Resource)
+	if n := a.node(al.NodeID); n != nil {
+		n.Releasing.AddInPlace(al.Resource)
+	}
+	c := *al
+	c.Preempting = true
+	c.ModifyIndex = a.index
+	return true, a.tx.Insert(TableAllocations, &c)
+}
+
+// Reclaimable reports whether taking victim from a queue that uses used
+// leaves the queue at or above its guarantee wherever it was: only borrowed
+// capacity is reclaimed, never capacity within a guarantee.
+func Reclaimable(used, guaranteed, victim quota.Resource) bool {
+	floor := used.Min(guaranteed)
+	// Min drops extended resources absent from either side; a dimension
+	// without a guarantee has a floor of zero, which is what we want.
+	return floor.Fits(used.Sub(victim))
+}
+
+func (a *applier) flush() error {
+	for _, n := range a.nodes {
+		if n == nil {
+			continue
+		}
+		n.ModifyIndex = a.index
+		if err := a.tx.Insert(TableNodes, n); err != nil {
+			return err
+		}
+	}
+	for _, q := range a.queues {
+		if q == nil {
+			continue
+		}
+		q.ModifyIndex = a.index
+		if err := a.tx.Insert(TableQueues, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
