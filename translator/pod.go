@@ -30,8 +30,12 @@ const (
 	WorkDir  = "/weft/work"
 	LocalDir = "/weft/local"
 	LogDir   = "/weft/logs"
-	// TokenFile holds the container's credentials (HADOOP_TOKEN_FILE_LOCATION).
-	TokenFile = WorkDir + "/container_tokens"
+	// CredentialsDir holds the container's credentials, mounted from a
+	// Secret; TokenFile is HADOOP_TOKEN_FILE_LOCATION.
+	CredentialsDir = "/weft/credentials"
+	TokenFile      = CredentialsDir + "/" + TokenFileKey
+	// TokenFileKey is the key of the token storage in the Secret.
+	TokenFileKey = "container_tokens"
 )
 
 // ContainerSpec is one YARN container to run as a pod.
@@ -54,6 +58,9 @@ type ContainerSpec struct {
 	// AppSubmitTime and MaxAppAttempts are given to AMs, as YARN does.
 	AppSubmitTime  int64
 	MaxAppAttempts int32
+	// CredentialsSecret names the Secret holding the container's token
+	// storage under TokenFileKey; empty for a container without tokens.
+	CredentialsSecret string
 	// Namespace, SchedulerName and Owner place the pod.
 	Namespace     string
 	SchedulerName string
@@ -101,7 +108,7 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 	}
 	priority := p.Priorities[c.Tier]
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName(c.Container), Namespace: c.Namespace, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(c.Container), Namespace: c.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			RestartPolicy:     corev1.RestartPolicyNever,
 			SchedulerName:     c.SchedulerName,
@@ -122,6 +129,12 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 				{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 		},
+	}
+	if c.CredentialsSecret != "" {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: c.CredentialsSecret}}})
+		ctr := &pod.Spec.Containers[0]
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "credentials", MountPath: CredentialsDir, ReadOnly: true})
 	}
 	if c.Owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*c.Owner}
@@ -226,8 +239,8 @@ func exportOrder(env map[string]string) []string {
 	return out
 }
 
-// podName turns a container id into a DNS-1123 pod name.
-func podName(container string) string { return strings.ReplaceAll(container, "_", "-") }
+// PodName turns a container id into its pod's name (DNS-1123).
+func PodName(container string) string { return strings.ReplaceAll(container, "_", "-") }
 
 var labelUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 

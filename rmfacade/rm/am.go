@@ -92,3 +92,24 @@ func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final reco
 	}
 	return err
 }
+
+// AMLaunched records that the attempt's AM container was created: the
+// attempt is LAUNCHED and waits for its AM to register.
+func (m *Manager) AMLaunched(ctx context.Context, id records.AttemptID, container records.ContainerID) error {
+	return m.store.Update(func(w *state.WriteTxn) error {
+		cur, att, err := liveAttempt(w, id)
+		if err != nil {
+			return err
+		}
+		if att.State != records.AttemptScheduled {
+			return nil // launched already: reconciling again is a no-op
+		}
+		a, t := *cur, *att
+		t.State, t.AMContainer = records.AttemptLaunched, container.String()
+		a.Diagnostics = "AM container is launched, waiting for AM container to Register with RM"
+		if err := w.PutAttempt(&t); err != nil {
+			return err
+		}
+		return w.PutApplication(&a)
+	})
+}

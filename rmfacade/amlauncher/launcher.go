@@ -1,0 +1,147 @@
+// Package amlauncher starts ApplicationMasters on Kubernetes: for each
+// accepted application whose attempt waits to be scheduled, it creates
+// the AM's credentials Secret and its pod of the reclaimed class (high
+// tier), and records the attempt as launched.
+package amlauncher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/credentials"
+)
+
+// AMTokens issues the AMRMToken an AM authenticates with.
+type AMTokens interface {
+	Issue(records.AttemptID) (*commonpb.TokenProto, error)
+}
+
+// Options configures the launcher.
+type Options struct {
+	// Namespace holds the pods of YARN applications.
+	Namespace string
+	// Profile spells reclaimed resources for the cluster's colocation system.
+	Profile translator.Profile
+	// Image runs AM commands; JavaHome is its Java.
+	Image, JavaHome string
+	// SchedulerName is the scheduler that binds Weft's pods.
+	SchedulerName string
+	// SchedulerAddr is the AM protocol's address, the AMRMToken's service.
+	SchedulerAddr string
+	// NMPort and NMHTTPPort are the node plugin's ports on every node.
+	NMPort, NMHTTPPort int32
+	Logger             *slog.Logger
+}
+
+// Launcher launches AM pods.
+type Launcher struct {
+	mgr    *rm.Manager
+	pods   kubernetes.Interface
+	tokens AMTokens
+	opts   Options
+}
+
+// New returns a launcher.
+func New(mgr *rm.Manager, client kubernetes.Interface, tokens AMTokens, opts Options) *Launcher {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Launcher{mgr: mgr, pods: client, tokens: tokens, opts: opts}
+}
+
+// Reconcile launches every attempt that waits for its AM container. It is
+// level-based and idempotent: objects that exist already are kept.
+func (l *Launcher) Reconcile(ctx context.Context) error {
+	snap := l.mgr.Snapshot()
+	var firstErr error
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted}}) {
+		if app.UnmanagedAM {
+			continue // its owner runs the AM
+		}
+		id := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
+		att := snap.Attempt(id)
+		if att == nil || att.State != records.AttemptScheduled {
+			continue
+		}
+		if err := l.launch(ctx, app, id); err != nil {
+			l.opts.Logger.Warn("AM launch failed", "attempt", id.String(), "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt records.AttemptID) error {
+	sc := &yarnpb.ApplicationSubmissionContextProto{}
+	if err := proto.Unmarshal(app.SubmissionContext, sc); err != nil {
+		return fmt.Errorf("submission context of %s: %w", app.ID, err)
+	}
+	clc := sc.GetAmContainerSpec()
+	container := records.ContainerID{Attempt: attempt, ID: 1}
+
+	// The AM's credentials: what the client sent, plus its AMRMToken under
+	// the scheduler's address, as YARN's RM adds it.
+	creds, err := credentials.Parse(clc.GetTokens())
+	if err != nil {
+		return fmt.Errorf("tokens of %s: %w", app.ID, err)
+	}
+	amrm, err := l.tokens.Issue(attempt)
+	if err != nil {
+		return err
+	}
+	creds.Tokens[l.opts.SchedulerAddr] = credentials.Token{Identifier: amrm.GetIdentifier(), Password: amrm.GetPassword(),
+		Kind: amrm.GetKind(), Service: l.opts.SchedulerAddr}
+	tokenFile, err := creds.Bytes()
+	if err != nil {
+		return err
+	}
+
+	env := map[string]string{}
+	for _, kv := range clc.GetEnvironment() {
+		env[kv.GetKey()] = kv.GetValue()
+	}
+	spec := translator.ContainerSpec{
+		App: app.ID.String(), Attempt: attempt.String(), Container: container.String(), User: app.User, Queue: app.Queue,
+		Tier: translator.TierHigh, MemoryMB: app.AMResource.MemoryMB, VCores: app.AMResource.VCores,
+		Commands: clc.GetCommand(), Env: env, Image: l.opts.Image, JavaHome: l.opts.JavaHome,
+		NMPort: l.opts.NMPort, NMHTTPPort: l.opts.NMHTTPPort, AppSubmitTime: app.SubmitTime, MaxAppAttempts: app.MaxAttempts,
+		CredentialsSecret: secretName(container), Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,
+	}
+	pod, err := l.opts.Profile.Pod(spec)
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.CredentialsSecret, Namespace: l.opts.Namespace, Labels: map[string]string{
+			translator.LabelApp: spec.App, translator.LabelContainer: spec.Container, translator.LabelManagedBy: "weft"}},
+		Data: map[string][]byte{translator.TokenFileKey: tokenFile},
+	}
+	if _, err := l.pods.CoreV1().Secrets(l.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create credentials of %s: %w", container, err)
+	}
+	if _, err := l.pods.CoreV1().Pods(l.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create AM pod of %s: %w", container, err)
+	}
+	l.opts.Logger.Info("AM pod created", "attempt", attempt.String(), "pod", pod.Name)
+	return l.mgr.AMLaunched(ctx, attempt, container)
+}
+
+// secretName names a container's credentials Secret.
+func secretName(c records.ContainerID) string {
+	return translator.PodName(c.String()) + "-credentials"
+}

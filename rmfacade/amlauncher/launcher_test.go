@@ -1,0 +1,128 @@
+package amlauncher
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/amrm"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/credentials"
+)
+
+func TestLaunchAM(t *testing.T) {
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tree, _ := quota.NewTree(quota.DefaultQueues)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	tokens := amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
+	client := fake.NewSimpleClientset()
+	l := New(mgr, client, tokens, Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Image: "weft/hadoop:3.4.1",
+		JavaHome: "/opt/java", SchedulerName: "weft-scheduler", SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
+	ctx := context.Background()
+
+	// The client's own tokens, as YarnClient puts them in the launch context.
+	clientCreds := credentials.New()
+	clientCreds.Tokens["hdfs"] = credentials.Token{Identifier: []byte("hdfs-id"), Password: []byte("pw"), Kind: "HDFS_DELEGATION_TOKEN", Service: "nn:8020"}
+	tokenBytes, _ := clientCreds.Bytes()
+	submit := func(unmanaged bool) records.ApplicationID {
+		id := mgr.NewApplicationID()
+		raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{
+			Command:     []string{"{{JAVA_HOME}}/bin/java", "-Xmx512m", "org.example.AM", "1><LOG_DIR>/stdout"},
+			Environment: []*yarnpb.StringStringMapProto{{Key: proto.String("CLASSPATH"), Value: proto.String("$PWD/*")}},
+			Tokens:      tokenBytes,
+		}})
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", UnmanagedAM: unmanaged, Raw: raw,
+			AMResource: records.Resource{MemoryMB: 2048, VCores: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	managed, unmanaged, killed := submit(false), submit(true), submit(false)
+	if _, err := mgr.Kill(ctx, killed, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 2 { // reconciling twice changes nothing the second time
+		if err := l.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, _ := client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{})
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d pods, want only the managed app's AM", len(pods.Items))
+	}
+	pod := pods.Items[0]
+	container := records.ContainerID{Attempt: records.AttemptID{App: managed, ID: 1}, ID: 1}
+	if pod.Name != translator.PodName(container.String()) || pod.Labels[translator.LabelTier] != "high" ||
+		pod.Labels[translator.LabelApp] != managed.String() || pod.Spec.PriorityClassName != "weft-high" ||
+		pod.Spec.SchedulerName != "weft-scheduler" || pod.Annotations["katalyst.kubewharf.io/qos_level"] != "reclaimed_cores" {
+		t.Fatalf("pod %s labels %v", pod.Name, pod.Labels)
+	}
+	mem := pod.Spec.Containers[0].Resources.Requests["resource.katalyst.kubewharf.io/reclaimed_memory"]
+	if mem.Value() != 2048<<20 {
+		t.Fatalf("AM memory %s", mem.String())
+	}
+	script := pod.Spec.Containers[0].Command[2]
+	if !strings.Contains(script, `export CLASSPATH="$PWD/*"`) || !strings.Contains(script, "$JAVA_HOME/bin/java -Xmx512m org.example.AM 1>/weft/logs/stdout") {
+		t.Fatalf("launch script:\n%s", script)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["CONTAINER_ID"] != container.String() || env["HADOOP_TOKEN_FILE_LOCATION"] != translator.TokenFile || env["MAX_APP_ATTEMPTS"] != "2" {
+		t.Fatalf("env %v", env)
+	}
+
+	// The credentials Secret holds the client's token and a working AMRMToken.
+	var secretVolume *corev1.SecretVolumeSource
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			secretVolume = v.Secret
+		}
+	}
+	if secretVolume == nil {
+		t.Fatal("no credentials volume")
+	}
+	secret, err := client.CoreV1().Secrets("weft-jobs").Get(ctx, secretVolume.SecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := credentials.Parse(secret.Data[translator.TokenFileKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	amToken, ok := creds.Tokens["rm:8030"]
+	if creds.Tokens["hdfs"].Kind != "HDFS_DELEGATION_TOKEN" || !ok || amToken.Kind != amrm.TokenKind {
+		t.Fatalf("credentials %+v", creds.Tokens)
+	}
+	password, user, err := tokens.RetrievePassword(amToken.Identifier)
+	if err != nil || string(password) != string(amToken.Password) || user != container.Attempt.String() {
+		t.Fatalf("AMRMToken does not authenticate: %v %q", err, user)
+	}
+
+	snap := mgr.Snapshot()
+	if att := snap.Attempt(container.Attempt); att.State != records.AttemptLaunched || att.AMContainer != container.String() {
+		t.Fatalf("attempt %+v", att)
+	}
+	if att := snap.Attempt(records.AttemptID{App: unmanaged, ID: 1}); att.State != records.AttemptLaunched || att.AMContainer != "" {
+		t.Fatalf("unmanaged attempt %+v", att)
+	}
+}
