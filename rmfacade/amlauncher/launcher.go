@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -62,11 +63,13 @@ func New(mgr *rm.Manager, client kubernetes.Interface, tokens AMTokens, opts Opt
 	return &Launcher{mgr: mgr, pods: client, tokens: tokens, opts: opts}
 }
 
-// Reconcile launches every attempt that waits for its AM container. It is
-// level-based and idempotent: objects that exist already are kept.
+// Reconcile brings Kubernetes and the RM's records together, level-based
+// and idempotent: AM pods that ended fail their attempts (a retry is
+// scheduled while attempts remain), finished applications lose their pods
+// and credentials, and attempts waiting for an AM container get one.
 func (l *Launcher) Reconcile(ctx context.Context) error {
+	firstErr := l.syncPods(ctx)
 	snap := l.mgr.Snapshot()
-	var firstErr error
 	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted}}) {
 		if app.UnmanagedAM {
 			continue // its owner runs the AM
@@ -139,6 +142,80 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 	}
 	l.opts.Logger.Info("AM pod created", "attempt", attempt.String(), "pod", pod.Name)
 	return l.mgr.AMLaunched(ctx, attempt, container)
+}
+
+// syncPods reads Weft's pods back into the records.
+func (l *Launcher) syncPods(ctx context.Context) error {
+	pods, err := l.pods.CoreV1().Pods(l.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: translator.LabelManagedBy + "=weft"})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	snap := l.mgr.Snapshot()
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		appID, err := records.ParseApplicationID(pod.Labels[translator.LabelApp])
+		if err != nil {
+			continue
+		}
+		app := snap.Application(appID)
+		if app == nil || app.State.Terminal() {
+			// Finished, killed or forgotten: nothing of it may keep running.
+			keep(l.delete(ctx, pod))
+			continue
+		}
+		if pod.Labels[translator.LabelTier] != string(translator.TierHigh) || pod.Labels[translator.LabelContainer] == "" {
+			continue
+		}
+		attempt, err := records.ParseAttemptID(pod.Labels[translator.LabelAttempt])
+		if err != nil {
+			continue
+		}
+		if code, diag, ended := exited(pod); ended {
+			// An AM that exits without unregistering has failed, even with
+			// exit code 0.
+			keep(l.mgr.AMExited(ctx, attempt, code, diag))
+			// The ended pod has told its story; the next attempt gets its own.
+			keep(l.delete(ctx, pod))
+		}
+	}
+	return firstErr
+}
+
+// exited reports whether a pod's container ended, with its exit code and
+// what Kubernetes said about it.
+func exited(pod *corev1.Pod) (int32, string, bool) {
+	if pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
+		return 0, "", false
+	}
+	code, diag := int32(-1), pod.Status.Reason+" "+pod.Status.Message
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			code, diag = t.ExitCode, fmt.Sprintf("%s %s", t.Reason, t.Message)
+		}
+	}
+	return code, "Diagnostics: " + strings.TrimSpace(diag), true
+}
+
+// delete removes a pod and its credentials Secret.
+func (l *Launcher) delete(ctx context.Context, pod *corev1.Pod) error {
+	if err := l.pods.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			err := l.pods.CoreV1().Secrets(pod.Namespace).Delete(ctx, v.Secret.SecretName, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete secret %s: %w", v.Secret.SecretName, err)
+			}
+		}
+	}
+	return nil
 }
 
 // secretName names a container's credentials Secret.

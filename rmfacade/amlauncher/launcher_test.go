@@ -126,3 +126,85 @@ func TestLaunchAM(t *testing.T) {
 		t.Fatalf("unmanaged attempt %+v", att)
 	}
 }
+
+func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tree, _ := quota.NewTree(quota.DefaultQueues)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	client := fake.NewSimpleClientset()
+	l := New(mgr, client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")),
+		Options{Namespace: "jobs", Profile: translator.Plain, SchedulerAddr: "rm:8030", Logger: quiet})
+	ctx := context.Background()
+	raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"exit 1"}}})
+	submit := func(attempts int32) records.ApplicationID {
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", MaxAttempts: attempts, Raw: raw,
+			AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	podsOf := func(app records.ApplicationID) []corev1.Pod {
+		list, err := client.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	// fail plays the kubelet: the AM's container exits with code.
+	fail := func(pod corev1.Pod, code int32) {
+		pod.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: "AM crashed"}}}}}
+		if _, err := client.CoreV1().Pods("jobs").UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	app := submit(2)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fail(podsOf(app)[0], 1)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pods := podsOf(app)
+	if len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+		t.Fatalf("after the first failure: %d pods %v", len(pods), pods)
+	}
+	fail(pods[0], 3)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := mgr.Application(app)
+	if a.State != records.AppFailed || !strings.Contains(a.Diagnostics, "exitCode: 3") || !strings.Contains(a.Diagnostics, "AM crashed") {
+		t.Fatalf("after the last failure: %+v", a)
+	}
+	if n := len(podsOf(app)); n != 0 {
+		t.Fatalf("%d pods left of a failed application", n)
+	}
+
+	// Killing a running application removes its pods and credentials.
+	killed := submit(1)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(podsOf(killed)) != 1 {
+		t.Fatal("AM pod not created")
+	}
+	if _, err := mgr.Kill(ctx, killed, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := client.CoreV1().Secrets("jobs").List(ctx, metav1.ListOptions{})
+	if len(podsOf(killed)) != 0 || len(secrets.Items) != 0 {
+		t.Fatalf("after kill: %d pods, %d secrets", len(podsOf(killed)), len(secrets.Items))
+	}
+}

@@ -2,6 +2,7 @@ package rm
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -112,4 +113,44 @@ func (m *Manager) AMLaunched(ctx context.Context, id records.AttemptID, containe
 		}
 		return w.PutApplication(&a)
 	})
+}
+
+// AMExited records that the attempt's AM container ended before
+// unregistering: the attempt FAILED with diagnostics, then a new attempt
+// if the application has attempts left, else the application FAILED — as
+// YARN does when an AM container exits.
+func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error {
+	var retried bool
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		cur, att, err := liveAttempt(w, id)
+		if err != nil {
+			return nil // finished or superseded already: nothing to do
+		}
+		now := m.opts.Now().UnixMilli()
+		a, t := *cur, *att
+		diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
+		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
+		if err := w.PutAttempt(&t); err != nil {
+			return err
+		}
+		if id.ID < a.MaxAttempts {
+			retried = true
+			next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
+				FinalStatus: records.FinalUndefined, StartTime: now}
+			a.CurrentAttempt, a.State = next.ID.ID, records.AppAccepted
+			a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = "", 0, "", ""
+			a.Diagnostics = diag + "\nFailing this attempt. Will retry, attempt " + fmt.Sprint(next.ID.ID) + " of " + fmt.Sprint(a.MaxAttempts) + "."
+			if err := w.PutAttempt(next); err != nil {
+				return err
+			}
+			return w.PutApplication(&a)
+		}
+		a.State, a.FinalStatus, a.FinishTime = records.AppFailed, records.FinalFailed, now
+		a.Diagnostics = fmt.Sprintf("Application %s failed %d times due to %s\nFailing the application.", a.ID, a.MaxAttempts, diag)
+		return w.PutApplication(&a)
+	})
+	if err == nil {
+		m.opts.Logger.Info("AM container exited", "attempt", id.String(), "exitCode", exitCode, "retried", retried)
+	}
+	return err
 }

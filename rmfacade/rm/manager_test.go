@@ -3,6 +3,7 @@ package rm
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +172,37 @@ func TestKillMovePriorityAndRestart(t *testing.T) {
 	}
 	if atts := m2.Snapshot().AttemptsOf(id); len(atts) != 1 || atts[0].State != records.AttemptKilled {
 		t.Fatalf("attempts after restart: %+v", atts)
+	}
+}
+
+func TestAMExitRetriesThenFails(t *testing.T) {
+	m, _ := newManager(t, t.TempDir())
+	ctx := context.Background()
+	id := m.NewApplicationID()
+	if err := m.Submit(ctx, Submission{ID: id, User: "alice", MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first := records.AttemptID{App: id, ID: 1}
+	if err := m.AMExited(ctx, first, 1, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := m.Application(id)
+	if a.State != records.AppAccepted || a.CurrentAttempt != 2 || !strings.Contains(a.Diagnostics, "Will retry, attempt 2 of 2") {
+		t.Fatalf("after the first exit: %+v", a)
+	}
+	if att := m.Snapshot().Attempt(first); att.State != records.AttemptFailed || !strings.Contains(att.Diagnostics, "exitCode: 1") {
+		t.Fatalf("first attempt %+v", att)
+	}
+	// A late report about the superseded attempt changes nothing.
+	if err := m.AMExited(ctx, first, 1, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AMExited(ctx, records.AttemptID{App: id, ID: 2}, 137, "killed"); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = m.Application(id)
+	if a.State != records.AppFailed || a.FinalStatus != records.FinalFailed || a.CurrentAttempt != 2 ||
+		!strings.Contains(a.Diagnostics, "failed 2 times") || !strings.Contains(a.Diagnostics, "exitCode: 137") {
+		t.Fatalf("after the last exit: %+v", a)
 	}
 }
