@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/amlauncher"
+	"github.com/weft-sh/weft/rmfacade/amrm"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator"
+)
+
+// A real kube-apiserver with etcd: Weft's manifests apply, and the pods
+// and Secrets the AM launcher makes pass the API server's validation and
+// admission. (Pods run once the local cluster has a kubelet.)
+var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
+	var cluster *kube.Cluster
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		cluster, err = kube.Up(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(kube.Down)
+	}, NodeTimeout(20*time.Minute))
+
+	It("applies the deploy manifests", func(ctx SpecContext) {
+		root, err := repoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		files, _ := filepath.Glob(filepath.Join(root, "deploy", "base", "*.yaml"))
+		files = append(files, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
+		objs, err := cluster.Apply(ctx, files...)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(objs)).To(BeNumerically(">=", 12))
+		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pc.Value).To(Equal(translator.Plain.Priorities[translator.TierLow]))
+		_, err = cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("creates AM pods and credentials the API server accepts, and removes them on kill", func(ctx SpecContext) {
+		// The default ServiceAccount is the controller-manager's to create;
+		// this cluster has none yet.
+		_, err := cluster.Client.CoreV1().ServiceAccounts("weft-jobs").Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		st, err := state.OpenDir(GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		defer st.Close()
+		tree, _ := quota.NewTree(quota.DefaultQueues)
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+		launcher := amlauncher.New(mgr, cluster.Client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")), amlauncher.Options{
+			Namespace: "weft-jobs", Profile: translator.Plain, Image: "weft/hadoop:3.4.1", JavaHome: "/opt/java",
+			SchedulerName: "weft-scheduler", SchedulerAddr: "weft-rm.weft-system:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
+
+		raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{
+			Command:     []string{"{{JAVA_HOME}}/bin/java", "-Xmx512m", "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster", "1><LOG_DIR>/AppMaster.stdout"},
+			Environment: []*yarnpb.StringStringMapProto{{Key: proto.String("CLASSPATH"), Value: proto.String("$PWD/*<CPS>{{HADOOP_CONF_DIR}}")}},
+		}})
+		id := mgr.NewApplicationID()
+		Expect(mgr.Submit(ctx, rm.Submission{ID: id, User: "alice@EXAMPLE.COM", Raw: raw,
+			AMResource: records.Resource{MemoryMB: 1536, VCores: 1}})).To(Succeed())
+		Expect(launcher.Reconcile(ctx)).To(Succeed())
+
+		container := records.ContainerID{Attempt: records.AttemptID{App: id, ID: 1}, ID: 1}
+		pod, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, translator.PodName(container.String()), metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		// Priority admission resolved the tier's class to the same value.
+		Expect(*pod.Spec.Priority).To(Equal(translator.Plain.Priorities[translator.TierHigh]))
+		Expect(pod.Labels).To(HaveKeyWithValue(translator.LabelUser, "alice_EXAMPLE.COM"))
+		// 1536 MB rounds up to a multiple of the minimum allocation, as in YARN.
+		Expect(pod.Spec.Containers[0].Resources.Requests.Memory().Value()).To(Equal(int64(2048 << 20)))
+		Expect(mgr.Snapshot().Attempt(container.Attempt).State).To(Equal(records.AttemptLaunched))
+
+		_, err = mgr.Kill(ctx, id, "alice@EXAMPLE.COM", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(launcher.Reconcile(ctx)).To(Succeed())
+		Eventually(func() bool {
+			_, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, pod.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		secrets, err := cluster.Client.CoreV1().Secrets("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + id.String()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(secrets.Items).To(BeEmpty())
+	})
+})

@@ -1,0 +1,117 @@
+// Package kube gives Weft's tests a real Kubernetes control plane on this
+// machine (etcd and kube-apiserver started by up.sh) and the little of
+// kubectl they need.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	Kubeconfig string
+	Config     *rest.Config
+	Client     kubernetes.Interface
+}
+
+func scriptDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// Up starts the control plane unless it runs already.
+func Up(ctx context.Context) (*Cluster, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(scriptDir(), "up.sh"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("kube up: %v\n%s", err, errOut.String())
+	}
+	path := strings.TrimSpace(out.String())
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Kubeconfig: path, Config: cfg, Client: client}, nil
+}
+
+// Down stops the control plane up.sh started.
+func Down(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, filepath.Join(scriptDir(), "down.sh")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kube down: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Apply server-side-applies every object of the YAML files, as
+// `kubectl apply --server-side` does, and returns them.
+func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.Unstructured, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	var applied []*unstructured.Unstructured
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if u.Object == nil {
+				continue
+			}
+			gvk := u.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", f, gvk, err)
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == "namespace" {
+				ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+			}
+			out, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "weft-tests", Force: true})
+			if err != nil {
+				return nil, fmt.Errorf("%s: apply %s %s: %w", f, gvk.Kind, u.GetName(), err)
+			}
+			applied = append(applied, out)
+		}
+	}
+	return applied, nil
+}
