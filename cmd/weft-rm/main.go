@@ -12,19 +12,32 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/server"
+	"github.com/weft-sh/weft/translator"
 )
 
 func main() {
 	var cfg server.Config
-	var queuesFile string
+	var queuesFile, kubeconfig, profile string
 	flag.StringVar(&cfg.ClientAddr, "client-address", "127.0.0.1:8032", "ApplicationClientProtocol address (yarn.resourcemanager.address)")
 	flag.StringVar(&cfg.SchedulerAddr, "scheduler-address", "127.0.0.1:8030", "ApplicationMasterProtocol address (yarn.resourcemanager.scheduler.address)")
 	flag.StringVar(&cfg.WebAddr, "webapp-address", "127.0.0.1:8088", "REST API address (yarn.resourcemanager.webapp.address)")
 	flag.StringVar(&cfg.DataDir, "data-dir", ".weft/data", "directory of the embedded state store")
 	flag.StringVar(&queuesFile, "queues", "", "JSON file with the queue tree (default: root.default)")
 	flag.BoolVar(&cfg.LocalNode, "local-node", true, "register this machine as the cluster's node (embedded mode)")
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster AMs run on; \"in-cluster\" for the pod's service account; empty: launch nothing")
+	flag.StringVar(&cfg.Launcher.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
+	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
+	flag.StringVar(&cfg.Launcher.Image, "container-image", "weft/hadoop-runtime:dev", "image that runs YARN containers (Java and Hadoop's runtime)")
+	flag.StringVar(&cfg.Launcher.JavaHome, "java-home", "/usr/lib/jvm/java-17-openjdk-amd64", "JAVA_HOME inside the container image")
+	// Until Weft's scheduler binds pods (its issue), the default scheduler places them.
+	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", "default-scheduler", "scheduler that binds Weft's pods")
+	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
+	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -41,6 +54,24 @@ func main() {
 			fmt.Fprintf(os.Stderr, "weft-rm: queues %s: %v\n", queuesFile, err)
 			os.Exit(2)
 		}
+	}
+	cfg.Launcher.NMPort, cfg.Launcher.NMHTTPPort = int32(*nmPort), int32(*nmHTTPPort)
+	p, err := translator.ProfileByName(profile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
+		os.Exit(2)
+	}
+	cfg.Launcher.Profile = p
+	switch kubeconfig {
+	case "":
+	case "in-cluster":
+		cfg.Kubernetes, err = rest.InClusterConfig()
+	default:
+		cfg.Kubernetes, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "weft-rm: kubernetes: %v\n", err)
+		os.Exit(2)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

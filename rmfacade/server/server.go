@@ -14,7 +14,11 @@ import (
 	"runtime"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	k8srest "k8s.io/client-go/rest"
+
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
 	"github.com/weft-sh/weft/rmfacade/ipc"
@@ -43,6 +47,15 @@ type Config struct {
 	// LocalNode registers this machine as the cluster's one node, for the
 	// embedded default without Kubernetes.
 	LocalNode bool
+	// Kubernetes, when set, is the cluster AMs run on: the AM launcher
+	// creates their pods there. Without it weft-rm admits applications
+	// but launches nothing (the embedded default).
+	Kubernetes *k8srest.Config
+	// Launcher configures AM pods; its SchedulerAddr defaults to
+	// SchedulerAddr.
+	Launcher amlauncher.Options
+	// ReconcileEvery is how often the launcher reconciles (default 1s).
+	ReconcileEvery time.Duration
 	// TokenKey is the master key of RM delegation tokens (default: a key
 	// created once and kept in DataDir, so tokens survive restarts).
 	TokenKey []byte
@@ -68,6 +81,9 @@ func (c *Config) setDefaults() {
 	if c.RM.Logger == nil {
 		c.RM.Logger = c.Logger
 	}
+	if c.ReconcileEvery <= 0 {
+		c.ReconcileEvery = time.Second
+	}
 }
 
 // Server is a running facade.
@@ -76,6 +92,7 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
+	launcher           *amlauncher.Launcher
 	ipc, amIPC         *ipc.Server
 	web                *http.Server
 	lnIPC, lnAM, lnWeb net.Listener
@@ -135,6 +152,20 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Kubernetes != nil {
+		client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
+		if err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+		opts := s.cfg.Launcher
+		if opts.SchedulerAddr == "" {
+			opts.SchedulerAddr = s.lnAM.Addr().String()
+		}
+		if opts.Logger == nil {
+			opts.Logger = s.cfg.Logger
+		}
+		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
+	}
 	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
 	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager).Service())
 	if err != nil {
@@ -160,6 +191,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.web.Serve(s.lnWeb) }()
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
+	if s.launcher != nil {
+		go s.reconcile(ctx)
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -175,6 +209,23 @@ func (s *Server) Serve(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// reconcile runs the AM launcher until ctx ends. It is level-based, so a
+// missed change is caught on the next tick.
+func (s *Server) reconcile(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ReconcileEvery)
+	defer t.Stop()
+	for {
+		if err := s.launcher.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("AM launcher", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // registerLocalNode reports this machine as a node: what the embedded

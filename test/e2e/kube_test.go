@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
 )
@@ -99,4 +101,34 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(secrets.Items).To(BeEmpty())
 	})
+
+	It("turns a YarnClient submission into an AM pod and a yarn kill into its removal", func(ctx SpecContext) {
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--namespace", "weft-jobs", "--local-node=false")
+		dist, err := hadoop.Client(ctx, "3.4.1")
+		Expect(err).NotTo(HaveOccurred())
+		conf := filepath.Join(GinkgoT().TempDir(), "conf")
+		Expect(hadoop.WriteConf(conf, rm.ClientAddr, rm.SchedulerAddr, rm.WebAddr)).To(Succeed())
+		out, errOut, err := dist.Run(ctx, conf, "alice", "sh.weft.interop.SubmitApp", "--name", "on-k8s", "--am-memory", "1024",
+			"--command", "{{JAVA_HOME}}/bin/java -version 1><LOG_DIR>/stdout")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		var s submitted
+		Expect(json.Unmarshal([]byte(out), &s)).To(Succeed())
+
+		appPods := func() []corev1.Pod {
+			list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + s.ApplicationID})
+			Expect(err).NotTo(HaveOccurred())
+			return list.Items
+		}
+		Eventually(appPods).WithTimeout(30 * time.Second).Should(HaveLen(1))
+		pod := appPods()[0]
+		Expect(pod.Labels).To(HaveKeyWithValue(translator.LabelTier, "high"))
+		Expect(pod.Spec.Containers[0].Command[2]).To(ContainSubstring("$JAVA_HOME/bin/java -version 1>/weft/logs/stdout"))
+		status, _, err := dist.Yarn(ctx, conf, "alice", "application", "-status", s.ApplicationID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(ContainSubstring("waiting for AM container to Register with RM"))
+
+		_, errOut, err = dist.Yarn(ctx, conf, "alice", "application", "-kill", s.ApplicationID)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Eventually(appPods).WithTimeout(30 * time.Second).Should(BeEmpty())
+	}, SpecTimeout(5*time.Minute))
 })
