@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
@@ -131,4 +134,27 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Eventually(appPods).WithTimeout(30 * time.Second).Should(BeEmpty())
 	}, SpecTimeout(5*time.Minute))
+
+	It("installs the Queue CRD and validates queues", func(ctx SpecContext) {
+		root, err := repoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "crds", "weft.io_queues.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		// The API appears once the CRD is established.
+		var objs []*unstructured.Unstructured
+		Eventually(func() error {
+			objs, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "examples", "queues.yaml"))
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(objs).To(HaveLen(3))
+		Expect(objs[2].Object["spec"]).To(HaveKeyWithValue("weight", BeNumerically("==", 2)))
+		Expect(objs[1].Object["spec"]).To(HaveKeyWithValue("state", "Running")) // the schema's default
+
+		bad := filepath.Join(GinkgoT().TempDir(), "bad.yaml")
+		for _, spec := range []string{`state: Sleeping`, `weight: -1`, `timeWindows: [{name: "night", start: "25:00", end: "06:00"}]`, `userLimitPercent: 0`} {
+			Expect(os.WriteFile(bad, []byte("apiVersion: weft.io/v1alpha1\nkind: Queue\nmetadata: {name: bad}\nspec:\n  "+spec+"\n"), 0o644)).To(Succeed())
+			_, err := cluster.Apply(ctx, bad)
+			Expect(apierrors.IsInvalid(errors.Unwrap(err))).To(BeTrue(), "%s: %v", spec, err)
+		}
+	})
 })
