@@ -40,7 +40,8 @@ type Config struct {
 	WebAddr string
 	// DataDir holds the embedded state store.
 	DataDir string
-	// Queues is the queue tree (default quota.DefaultQueues).
+	// Queues is the queue tree. When empty it comes from the cluster's
+	// Queue objects (with Kubernetes), else quota.DefaultQueues.
 	Queues []quota.QueueConfig
 	// RM tunes the application lifecycle.
 	RM rm.Options
@@ -72,9 +73,6 @@ func (c *Config) setDefaults() {
 	if c.WebAddr == "" {
 		c.WebAddr = "127.0.0.1:8088"
 	}
-	if c.Queues == nil {
-		c.Queues = quota.DefaultQueues
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -101,6 +99,18 @@ type Server struct {
 // New opens the store and binds the listeners; Serve starts serving.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
+	if cfg.Queues == nil && cfg.Kubernetes != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		qs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Queues = qs
+	}
+	if cfg.Queues == nil {
+		cfg.Queues = quota.DefaultQueues
+	}
 	tree, err := quota.NewTree(cfg.Queues)
 	if err != nil {
 		return nil, err

@@ -157,4 +157,25 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 			Expect(apierrors.IsInvalid(errors.Unwrap(err))).To(BeTrue(), "%s: %v", spec, err)
 		}
 	})
+
+	It("shows the Queue objects to YARN clients and enforces their ACLs", func(ctx SpecContext) {
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false")
+		dist, err := hadoop.Client(ctx, "3.4.1")
+		Expect(err).NotTo(HaveOccurred())
+		conf := filepath.Join(GinkgoT().TempDir(), "conf")
+		Expect(hadoop.WriteConf(conf, rm.ClientAddr, rm.SchedulerAddr, rm.WebAddr)).To(Succeed())
+
+		status, errOut, err := dist.Yarn(ctx, conf, "alice", "queue", "-status", "etl")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(ContainSubstring("Queue Path : root.etl"))
+		Expect(status).To(ContainSubstring("Capacity : 66.67%")) // 8 of the 12 guaranteed cores
+		Expect(status).To(ContainSubstring("Maximum Capacity : 100.00%"))
+
+		out, errOut, err := dist.Run(ctx, conf, "alice", "sh.weft.interop.SubmitApp", "--queue", "etl")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(out).To(ContainSubstring(`"queue":"etl"`))
+		_, errOut, err = dist.Run(ctx, conf, "bob", "sh.weft.interop.SubmitApp", "--queue", "etl")
+		Expect(err).To(HaveOccurred())
+		Expect(errOut).To(ContainSubstring("User bob does not have permission to submit"))
+	}, SpecTimeout(5*time.Minute))
 })

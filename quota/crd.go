@@ -1,0 +1,105 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/weft-sh/weft/quota/api/v1alpha1"
+)
+
+// ConfigsFromQueues maps Queue objects onto YARN's view of a queue tree,
+// which clients read as CapacityScheduler queues. The top queue is "root"
+// whatever its object is named, as YARN paths require. A queue's capacity
+// is its CPU guarantee as a share of its parent's, or of its siblings'
+// when the parent has none, or its weight's share when no sibling has a
+// guarantee; its maximum capacity likewise from CPU maxima.
+func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
+	byName := map[string]*v1alpha1.Queue{}
+	children := map[string][]*v1alpha1.Queue{}
+	var root *v1alpha1.Queue
+	for i := range queues {
+		q := &queues[i]
+		byName[q.Name] = q
+		if q.Spec.Parent == "" {
+			if root != nil {
+				return nil, fmt.Errorf("quota: queues %q and %q both have no parent", root.Name, q.Name)
+			}
+			root = q
+			continue
+		}
+		children[q.Spec.Parent] = append(children[q.Spec.Parent], q)
+	}
+	if root == nil {
+		return nil, fmt.Errorf("quota: no root queue (one without a parent)")
+	}
+	for name := range children {
+		if byName[name] == nil {
+			return nil, fmt.Errorf("quota: queue %q names a parent that does not exist", children[name][0].Name)
+		}
+	}
+	var out []QueueConfig
+	var walk func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32)
+	walk = func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32) {
+		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
+			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL})
+		kids := children[q.Name]
+		slices.SortFunc(kids, func(a, b *v1alpha1.Queue) int { return compare(a.Name, b.Name) })
+		var guaranteed, weights float64
+		for _, k := range kids {
+			guaranteed += milliCPU(k.Spec.Guaranteed)
+			weights += float64(max(k.Spec.Weight, 0))
+		}
+		parentGuaranteed, parentMax := milliCPU(q.Spec.Guaranteed), milliCPU(q.Spec.Max)
+		for _, k := range kids {
+			var c float64
+			switch {
+			case parentGuaranteed > 0:
+				c = milliCPU(k.Spec.Guaranteed) / parentGuaranteed
+			case guaranteed > 0:
+				c = milliCPU(k.Spec.Guaranteed) / guaranteed
+			case weights > 0:
+				c = float64(max(k.Spec.Weight, 0)) / weights
+			default:
+				c = 1 / float64(len(kids))
+			}
+			m := 1.0
+			if km := milliCPU(k.Spec.Max); km > 0 && parentMax > 0 {
+				m = min(km/parentMax, 1)
+			}
+			walk(k, path+"."+k.Name, float32(min(c, 1)*100), float32(m*100))
+		}
+	}
+	walk(root, "root", 100, 100)
+	if len(out) != len(queues) {
+		return nil, fmt.Errorf("quota: %d of %d queues are not under the root (a parent cycle?)", len(queues)-len(out), len(queues))
+	}
+	return out, nil
+}
+
+// milliCPU is a resource list's CPU in millicores (0 when absent).
+func milliCPU(l corev1.ResourceList) float64 {
+	q, ok := l[corev1.ResourceCPU]
+	if !ok {
+		return 0
+	}
+	return float64(q.MilliValue())
+}
+
+func yarnState(s string) string {
+	if s == "Stopped" {
+		return "STOPPED"
+	}
+	return "RUNNING"
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
