@@ -47,7 +47,9 @@ type Options struct {
 // Manager owns the application lifecycle.
 type Manager struct {
 	store  *state.Store
-	queues Queues
+	// queues is swapped whole when the tree changes; each call reads it
+	// once so that one decision never sees two trees.
+	queues atomic.Pointer[Queues]
 	opts   Options
 	seq    atomic.Int32
 }
@@ -72,7 +74,9 @@ func New(store *state.Store, queues Queues, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Manager{store: store, queues: queues, opts: opts}
+	m := &Manager{store: store, opts: opts}
+	m.queues.Store(&queues)
+	return m
 }
 
 // ClusterTimestamp is the RM incarnation's id.
@@ -88,7 +92,12 @@ func (m *Manager) MaximumAllocation() records.Resource { return m.opts.MaximumAl
 func (m *Manager) Snapshot() *state.Snapshot { return m.store.Snapshot() }
 
 // Queues returns the queue tree.
-func (m *Manager) Queues() Queues { return m.queues }
+func (m *Manager) Queues() Queues { return *m.queues.Load() }
+
+// SetQueues replaces the queue tree, as YARN's refreshQueues does.
+// Applications keep their queue names; one in a queue that no longer
+// exists keeps running and can be moved.
+func (m *Manager) SetQueues(q Queues) { m.queues.Store(&q) }
 
 // NewApplicationID issues the next application id of this incarnation.
 func (m *Manager) NewApplicationID() records.ApplicationID {
@@ -123,7 +132,8 @@ func (m *Manager) Submit(ctx context.Context, s Submission) error {
 	if s.Queue == "" {
 		s.Queue = "default"
 	}
-	q, ok := m.queues.Queue(s.Queue)
+	queues := m.Queues()
+	q, ok := queues.Queue(s.Queue)
 	switch {
 	case !ok:
 		return yarnerr.BadRequest("Application %s submitted by user %s to unknown queue: %s", s.ID, s.User, s.Queue)
@@ -131,7 +141,7 @@ func (m *Manager) Submit(ctx context.Context, s Submission) error {
 		return yarnerr.BadRequest("Application %s submitted by user %s to non-leaf queue: %s", s.ID, s.User, s.Queue)
 	case q.State != "RUNNING":
 		return yarnerr.BadRequest("Queue %s is %s. Cannot accept submission of application: %s", q.Path, q.State, s.ID)
-	case !m.queues.Allowed(q, s.User, quota.SubmitApplications):
+	case !queues.Allowed(q, s.User, quota.SubmitApplications):
 		return yarnerr.Forbidden("User %s does not have permission to submit %s to queue %s", s.User, s.ID, q.Name)
 	}
 	am, err := m.normalizeAM(s.AMResource, s.UnmanagedAM)
@@ -226,7 +236,8 @@ func (m *Manager) checkAccess(a *records.Application, user, verb string) error {
 	if user == a.User {
 		return nil
 	}
-	if q, ok := m.queues.Queue(a.Queue); ok && m.queues.Allowed(q, user, quota.AdministerQueue) {
+	queues := m.Queues()
+	if q, ok := queues.Queue(a.Queue); ok && queues.Allowed(q, user, quota.AdministerQueue) {
 		return nil
 	}
 	return yarnerr.Forbidden("User %s cannot perform operation %s on %s", user, verb, a.ID)
@@ -274,12 +285,13 @@ func (m *Manager) Kill(ctx context.Context, id records.ApplicationID, user, diag
 
 // Move moves an unfinished application to another leaf queue.
 func (m *Manager) Move(ctx context.Context, id records.ApplicationID, user, queue string) error {
-	q, ok := m.queues.Queue(queue)
+	queues := m.Queues()
+	q, ok := queues.Queue(queue)
 	if !ok || !q.Leaf() {
 		return yarnerr.BadRequest("Failed to move %s to queue %s: no such leaf queue", id, queue)
 	}
 	return m.modifyUnfinished(id, user, "App in %s state cannot be moved.", func(a *records.Application) error {
-		if !m.queues.Allowed(q, user, quota.SubmitApplications) {
+		if !queues.Allowed(q, user, quota.SubmitApplications) {
 			return yarnerr.Forbidden("User %s does not have permission to submit %s to queue %s", user, id, q.Name)
 		}
 		a.Queue = q.Name

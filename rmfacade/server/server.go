@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime"
 	"time"
 
@@ -57,6 +58,9 @@ type Config struct {
 	Launcher amlauncher.Options
 	// ReconcileEvery is how often the launcher reconciles (default 1s).
 	ReconcileEvery time.Duration
+	// QueueRefreshEvery is how often a tree read from the cluster's Queues
+	// is read again (default 5s).
+	QueueRefreshEvery time.Duration
 	// TokenKey is the master key of RM delegation tokens (default: a key
 	// created once and kept in DataDir, so tokens survive restarts).
 	TokenKey []byte
@@ -82,6 +86,9 @@ func (c *Config) setDefaults() {
 	if c.ReconcileEvery <= 0 {
 		c.ReconcileEvery = time.Second
 	}
+	if c.QueueRefreshEvery <= 0 {
+		c.QueueRefreshEvery = 5 * time.Second
+	}
 }
 
 // Server is a running facade.
@@ -91,6 +98,8 @@ type Server struct {
 	Manager *rm.Manager
 
 	launcher           *amlauncher.Launcher
+	queuesFromCluster  bool
+	queues             []quota.QueueConfig
 	ipc, amIPC         *ipc.Server
 	web                *http.Server
 	lnIPC, lnAM, lnWeb net.Listener
@@ -99,7 +108,8 @@ type Server struct {
 // New opens the store and binds the listeners; Serve starts serving.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
-	if cfg.Queues == nil && cfg.Kubernetes != nil {
+	fromCluster := cfg.Queues == nil && cfg.Kubernetes != nil
+	if fromCluster {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		qs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
 		cancel()
@@ -119,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM)}
+	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues}
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -204,6 +214,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.launcher != nil {
 		go s.reconcile(ctx)
 	}
+	if s.queuesFromCluster {
+		go s.refreshQueues(ctx)
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -235,6 +248,36 @@ func (s *Server) reconcile(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// refreshQueues re-reads the cluster's Queues and swaps in a changed tree,
+// as YARN's refreshQueues does. A tree that is not valid is logged and the
+// current one kept; so is the current one when the Queues disappear.
+func (s *Server) refreshQueues(ctx context.Context) {
+	t := time.NewTicker(s.cfg.QueueRefreshEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
+		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("queues not refreshed", "err", err)
+			}
+			continue
+		}
+		tree, err := quota.NewTree(qs)
+		if err != nil {
+			s.cfg.Logger.Warn("queues not refreshed: the new tree is not valid", "err", err)
+			continue
+		}
+		s.queues = qs
+		s.Manager.SetQueues(tree)
+		s.cfg.Logger.Info("queues refreshed", "queues", len(qs))
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -177,5 +178,18 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 		_, errOut, err = dist.Run(ctx, conf, "bob", "sh.weft.interop.SubmitApp", "--queue", "etl")
 		Expect(err).To(HaveOccurred())
 		Expect(errOut).To(ContainSubstring("User bob does not have permission to submit"))
+
+		// An admin lets bob in; weft-rm picks the change up without a restart.
+		grant := filepath.Join(GinkgoT().TempDir(), "grant.yaml")
+		Expect(os.WriteFile(grant, []byte("apiVersion: weft.io/v1alpha1\nkind: Queue\nmetadata: {name: etl}\nspec:\n  parent: root\n  submitACL: \"etl,alice,bob data-eng\"\n"), 0o644)).To(Succeed())
+		_, err = cluster.Apply(ctx, grant)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			_, errOut, err := dist.Run(ctx, conf, "bob", "sh.weft.interop.SubmitApp", "--queue", "etl")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, errOut)
+			}
+			return nil
+		}).WithTimeout(45 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 })
