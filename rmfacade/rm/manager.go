@@ -46,7 +46,7 @@ type Options struct {
 
 // Manager owns the application lifecycle.
 type Manager struct {
-	store  *state.Store
+	store *state.Store
 	// queues is swapped whole when the tree changes; each call reads it
 	// once so that one decision never sees two trees.
 	queues atomic.Pointer[Queues]
