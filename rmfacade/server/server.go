@@ -100,6 +100,7 @@ type Server struct {
 	launcher           *amlauncher.Launcher
 	queuesFromCluster  bool
 	queues             []quota.QueueConfig
+	queueStatus        map[string]string // last status written per Queue
 	ipc, amIPC         *ipc.Server
 	web                *http.Server
 	lnIPC, lnAM, lnWeb net.Listener
@@ -129,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues}
+	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
+		queueStatus: map[string]string{}}
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -251,8 +253,8 @@ func (s *Server) reconcile(ctx context.Context) {
 	}
 }
 
-// refreshQueues re-reads the cluster's Queues and swaps in a changed tree,
-// as YARN's refreshQueues does. A tree that is not valid is logged and the
+// refreshQueues writes the Queues' status and re-reads them, swapping in
+// a changed tree as YARN's refreshQueues does. A tree that is not valid is logged and the
 // current one kept; so is the current one when the Queues disappear.
 func (s *Server) refreshQueues(ctx context.Context) {
 	t := time.NewTicker(s.cfg.QueueRefreshEvery)
@@ -262,6 +264,9 @@ func (s *Server) refreshQueues(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if err := s.writeQueueStatus(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("queue status not written", "err", err)
 		}
 		qs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
 		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {

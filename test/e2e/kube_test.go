@@ -17,9 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -191,5 +194,32 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 			}
 			return nil
 		}).WithTimeout(45 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
+
+		// weft-rm publishes what the queues hold: both applications wait in
+		// etl, their AM pods exist, and root adds up its children. etl's
+		// guarantee was dropped by the apply above, so all it holds is
+		// borrowed.
+		dyn, err := dynamic.NewForConfig(cluster.Config)
+		Expect(err).NotTo(HaveOccurred())
+		queues := dyn.Resource(v1alpha1.GroupVersion.WithResource("queues"))
+		statusOf := func(name string) (*v1alpha1.QueueStatus, error) {
+			u, err := queues.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var q v1alpha1.Queue
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q)
+			return &q.Status, err
+		}
+		Eventually(func(g Gomega) {
+			etl, err := statusOf("etl")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(etl.PendingApplications).To(BeNumerically("==", 2))
+			g.Expect(etl.Used.Memory().Value()).To(Equal(int64(2 << 30)))
+			g.Expect(etl.Borrowed.Memory().Value()).To(Equal(int64(2 << 30)))
+			root, err := statusOf("root")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(root.PendingApplications).To(BeNumerically(">=", 2))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 })

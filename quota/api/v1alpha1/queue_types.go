@@ -14,6 +14,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
+// +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.status.activeWindow`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.runningApplications`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingApplications`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -97,6 +98,9 @@ type QueueStatus struct {
 	// Guaranteed is the guarantee in effect (its time window's, if any).
 	// +optional
 	Guaranteed corev1.ResourceList `json:"guaranteed,omitempty"`
+	// ActiveWindow names the time window in effect; empty outside them.
+	// +optional
+	ActiveWindow string `json:"activeWindow,omitempty"`
 	// Borrowed is the part of Used above the guarantee: reclaimable.
 	// +optional
 	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
