@@ -33,9 +33,10 @@ import (
 	"github.com/weft-sh/weft/translator"
 )
 
-// A real kube-apiserver with etcd: Weft's manifests apply, and the pods
-// and Secrets the AM launcher makes pass the API server's validation and
-// admission. (Pods run once the local cluster has a kubelet.)
+// A real control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler): Weft's manifests apply, and the pods and Secrets the AM
+// launcher makes pass the API server's validation and admission. (Pods
+// run once the local cluster has a kubelet.)
 var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 	var cluster *kube.Cluster
 	BeforeAll(func(ctx SpecContext) {
@@ -61,13 +62,11 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 	})
 
 	It("creates AM pods and credentials the API server accepts, and removes them on kill", func(ctx SpecContext) {
-		// The default ServiceAccount is the controller-manager's to create;
-		// this cluster has none yet.
-		_, err := cluster.Client.CoreV1().ServiceAccounts("weft-jobs").Create(ctx,
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
-		}
+		// The controller manager gives the namespace its default ServiceAccount.
+		Eventually(func() error {
+			_, err := cluster.Client.CoreV1().ServiceAccounts("weft-jobs").Get(ctx, "default", metav1.GetOptions{})
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		st, err := state.OpenDir(GinkgoT().TempDir())
 		Expect(err).NotTo(HaveOccurred())
 		defer st.Close()

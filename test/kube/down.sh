@@ -3,7 +3,7 @@
 # removes etcd's data and the certificates.
 set -euo pipefail
 state=${WEFT_KUBE_STATE:-${WEFT_CACHE:-$HOME/.cache/weft}/kube}
-for p in kube-apiserver etcd; do
+for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   if [ -f "$state/$p.pid" ]; then
     pid=$(cat "$state/$p.pid")
     if kill -0 "$pid" 2>/dev/null; then

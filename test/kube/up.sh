@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Brings up, idempotently and on loopback only, a single-machine Kubernetes
-# control plane for Weft's tests: etcd (Debian's etcd-server) and the
-# kube-apiserver built from the Go module proxy (./k8s, pinned). Prints the
-# admin kubeconfig's path. Run ./down.sh to stop what it started.
+# control plane for Weft's tests: etcd (Debian's etcd-server), and
+# kube-apiserver, kube-controller-manager and kube-scheduler built from the
+# Go module proxy (./k8s, pinned). Prints the admin kubeconfig's path. Run
+# ./down.sh to stop what it started.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
 state=${WEFT_KUBE_STATE:-$cache/kube}
 etcd_port=${WEFT_ETCD_PORT:-23790}
 api_port=${WEFT_APISERVER_PORT:-26443}
-stamp=$(sha256sum "$here/k8s/go.mod" "$here/k8s/go.sum" "$here/k8s/cmd/kube-apiserver/main.go" | sha256sum | cut -c1-12)
+stamp=$(cat "$here/k8s/go.mod" "$here/k8s/go.sum" "$here"/k8s/cmd/*/main.go | sha256sum | cut -c1-12)
 bin=$cache/k8s/bin-$stamp
 mkdir -p "$state/logs" "$cache/k8s"
 log() { echo "kube/up: $*" >&2; }
@@ -18,7 +19,7 @@ alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null
 ready() { curl -sf --max-time 2 --cacert "$state/pki/ca.crt" -H "Authorization: Bearer $(cat "$state/pki/admin.token" 2>/dev/null)" \
   "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; }
 
-if alive etcd && alive kube-apiserver && ready; then
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive kube-scheduler && ready; then
   echo "$state/kubeconfig"
   exit 0
 fi
@@ -29,12 +30,13 @@ if ! command -v etcd >/dev/null || ! command -v openssl >/dev/null; then
   apt-get update -qq && apt-get install -y -qq etcd-server openssl >/dev/null
 fi
 
-# kube-apiserver: built once per pinned module set; concurrent callers wait.
+# The control plane's binaries: built once per pinned module set;
+# concurrent callers wait.
 exec 9>"$cache/k8s/build.lock"
 flock 9
-if [ ! -x "$bin/kube-apiserver" ]; then
-  log "building kube-apiserver (a few minutes, once)"
-  (cd "$here/k8s" && go build -trimpath -ldflags='-s -w' -o "$bin/" ./cmd/kube-apiserver)
+if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ]; then
+  log "building the control plane (a few minutes, once)"
+  (cd "$here/k8s" && go build -trimpath -ldflags='-s -w' -o "$bin/" ./cmd/...)
 fi
 flock -u 9
 
@@ -103,4 +105,23 @@ contexts:
   context: {cluster: weft-local, user: admin}
 current-context: weft-local
 KUBECONFIG
+# Controllers (default ServiceAccounts, garbage collection, ...) and the
+# default scheduler, as the admin: a local test cluster.
+if ! alive kube-controller-manager; then
+  log "starting kube-controller-manager"
+  nohup "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials=false \
+    >"$state/logs/kube-controller-manager.log" 2>&1 &
+  echo $! > "$state/kube-controller-manager.pid"
+fi
+if ! alive kube-scheduler; then
+  log "starting kube-scheduler"
+  nohup "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+    >"$state/logs/kube-scheduler.log" 2>&1 &
+  echo $! > "$state/kube-scheduler.pid"
+fi
+sleep 1
+for p in kube-controller-manager kube-scheduler; do
+  alive "$p" || { log "$p exited; see $state/logs/$p.log"; tail -20 "$state/logs/$p.log" >&2; exit 1; }
+done
 echo "$state/kubeconfig"
