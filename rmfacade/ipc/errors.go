@@ -23,10 +23,7 @@ const (
 	ClassRetriableException     = "org.apache.hadoop.ipc.RetriableException"
 )
 
-type (
-	rpcStatus    = commonpb.RpcResponseHeaderProto_RpcStatusProto
-	rpcErrorCode = commonpb.RpcResponseHeaderProto_RpcErrorCodeProto
-)
+type rpcErrorCode = commonpb.RpcResponseHeaderProto_RpcErrorCodeProto
 
 // RemoteError is an error in the form a Hadoop client rethrows: the Java
 // class name selects the exception type it unwraps to (for YARN's

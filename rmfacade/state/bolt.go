@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // BoltDurable keeps the durable tables in a bbolt file, one bucket a table:
@@ -22,7 +23,7 @@ func OpenBolt(dir string) (*BoltDurable, error) {
 	}
 	path := filepath.Join(dir, "rm-state.db")
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("state: %s is locked: is another weft-rm using this data directory?", path)
 	}
 	if err != nil {

@@ -3,6 +3,8 @@
 // protection (hadoop.rpc.protection=authentication).
 package sasl
 
+//lint:file-ignore ST1005 the messages are Java DigestMD5Server's, word for word: clients see them.
+
 import (
 	"crypto/md5"
 	"crypto/rand"
