@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run deploy deps clean
 
 all: build
 
@@ -69,6 +69,14 @@ run: build
 	echo "      yarn:  $(HADOOP_CLIENT) yarn application -status <id>"; \
 	echo "      logs:  .weft/weft-rm.log     (Ctrl-C stops weft-rm; state stays in .weft/data)"; \
 	wait $$pid
+
+# Applies Weft's CRDs, manifests and a profile's PriorityClasses to the
+# current kubeconfig ($$KUBECONFIG or ~/.kube/config; the local cluster:
+# KUBECONFIG=$$(test/kube/up.sh) make deploy). PROFILE: plain, katalyst,
+# koordinator.
+PROFILE ?= plain
+deploy:
+	$(GO) run ./test/kube/cmd/kube-apply deploy/crds/*.yaml deploy/base/*.yaml deploy/profiles/$(PROFILE)/*.yaml
 
 clean:
 	rm -rf $(BIN)

@@ -39,6 +39,19 @@ func scriptDir() string {
 	return filepath.Dir(file)
 }
 
+// Connect returns a Cluster for an existing kubeconfig.
+func Connect(kubeconfig string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{Kubeconfig: kubeconfig, Config: cfg, Client: client}, nil
+}
+
 // Up starts the control plane unless it runs already.
 func Up(ctx context.Context) (*Cluster, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(scriptDir(), "up.sh"))
@@ -47,16 +60,7 @@ func Up(ctx context.Context) (*Cluster, error) {
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("kube up: %v\n%s", err, errOut.String())
 	}
-	path := strings.TrimSpace(out.String())
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Cluster{Kubeconfig: path, Config: cfg, Client: client}, nil
+	return Connect(strings.TrimSpace(out.String()))
 }
 
 // Down stops the control plane up.sh started.
