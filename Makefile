@@ -73,7 +73,8 @@ run: build
 # Applies Weft's CRDs, manifests and a profile's PriorityClasses to the
 # current kubeconfig ($$KUBECONFIG or ~/.kube/config; the local cluster:
 # KUBECONFIG=$$(test/kube/up.sh) make deploy). PROFILE: plain, katalyst,
-# koordinator.
+# koordinator. Kubernetes forbids changing a PriorityClass's value: to switch
+# a cluster's profile, delete the weft-high/medium/low PriorityClasses first.
 PROFILE ?= plain
 deploy:
 	$(GO) run ./test/kube/cmd/kube-apply deploy/crds/*.yaml deploy/base/*.yaml deploy/profiles/$(PROFILE)/*.yaml

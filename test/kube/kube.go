@@ -73,7 +73,8 @@ func Down(ctx context.Context) error {
 }
 
 // Apply server-side-applies every object of the YAML files, as
-// `kubectl apply --server-side` does, and returns them.
+// `kubectl apply --server-side` does, and returns them; on an error, those
+// applied before it.
 func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.Unstructured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
@@ -88,7 +89,7 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return applied, err
 		}
 		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 		for {
@@ -96,7 +97,7 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
+				return applied, fmt.Errorf("%s: %w", f, err)
 			}
 			if u.Object == nil {
 				continue
@@ -104,7 +105,7 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 			gvk := u.GroupVersionKind()
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", f, gvk, err)
+				return applied, fmt.Errorf("%s: %s: %w", f, gvk, err)
 			}
 			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
 			if m.Scope.Name() == "namespace" {
@@ -112,7 +113,7 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 			}
 			out, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "weft-tests", Force: true})
 			if err != nil {
-				return nil, fmt.Errorf("%s: apply %s %s: %w", f, gvk.Kind, u.GetName(), err)
+				return applied, fmt.Errorf("%s: apply %s %s: %w", f, gvk.Kind, u.GetName(), err)
 			}
 			applied = append(applied, out)
 		}
