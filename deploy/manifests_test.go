@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -107,6 +108,10 @@ func TestBaseManifests(t *testing.T) {
 	}
 	if sa := deployment.Spec.Template.Spec.ServiceAccountName; sa != "weft-rm" {
 		t.Errorf("service account %q", sa)
+	}
+	// In the cluster, weft-rm must talk to it to launch AMs and read queues.
+	if !slices.Contains(deployment.Spec.Template.Spec.Containers[0].Args, "--kubeconfig=in-cluster") {
+		t.Errorf("weft-rm is not told to use the cluster: %v", deployment.Spec.Template.Spec.Containers[0].Args)
 	}
 	// The queue tree in the ConfigMap is one weft-rm accepts.
 	var qs []quota.QueueConfig
