@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,14 +32,15 @@ import (
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 
-// A real control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler): Weft's manifests apply, and the pods and Secrets the AM
-// launcher makes pass the API server's validation and admission. (Pods
-// run once the local cluster has a kubelet.)
-var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
+// A real local cluster (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, and a kubelet on containerd + runc): pods really run,
+// Weft's manifests apply, and the pods and Secrets the AM launcher makes
+// pass the API server's validation and admission.
+var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	var cluster *kube.Cluster
 	BeforeAll(func(ctx SpecContext) {
 		var err error
@@ -45,6 +48,64 @@ var _ = Describe("Weft on a local kube-apiserver", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(kube.Down)
 	}, NodeTimeout(20*time.Minute))
+
+	It("has a Ready node that runs a pod to completion within its cgroup limits", func(ctx SpecContext) {
+		out, err := cluster.Kubectl(ctx, "get", "nodes", "--no-headers")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`(?m)^\S+\s+Ready\s`))
+
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "hi-", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "hi", Image: images.BusyboxRef,
+					Command: []string{"/bin/sh", "-c", "echo hi; sleep 2"},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+						corev1.ResourceCPU:    resource.MustParse("250m"),
+						corev1.ResourceMemory: resource.MustParse("48Mi"),
+					}},
+				}},
+			},
+		}
+		pod, err = cluster.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_ = cluster.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{})
+		})
+		// While it runs, the kubelet has put its container in a cgroup with
+		// the limits of its spec: 250m is a CFS quota of 25ms per 100ms.
+		var containerID string
+		Eventually(func(g Gomega) {
+			p, err := cluster.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+			g.Expect(p.Status.ContainerStatuses[0].ContainerID).NotTo(BeEmpty())
+			containerID = p.Status.ContainerStatuses[0].ContainerID
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+		_, id, _ := strings.Cut(containerID, "://")
+		cgroup := func(controller, file string) string {
+			matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", controller, "kubepods", "*pod"+string(pod.UID), id, file))
+			more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", controller, "kubepods", "*", "pod"+string(pod.UID), id, file))
+			matches = append(matches, more...)
+			Expect(matches).To(HaveLen(1), "cgroup %s of container %s", controller, id)
+			b, err := os.ReadFile(matches[0])
+			Expect(err).NotTo(HaveOccurred())
+			return strings.TrimSpace(string(b))
+		}
+		Expect(cgroup("memory", "memory.limit_in_bytes")).To(Equal(fmt.Sprint(48 << 20)))
+		Expect(cgroup("cpu", "cpu.cfs_quota_us")).To(Equal("25000"))
+		Expect(cgroup("cpu", "cpu.shares")).To(Equal("256"))
+
+		Eventually(func() corev1.PodPhase {
+			p, err := cluster.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return p.Status.Phase
+		}).WithTimeout(60 * time.Second).Should(Equal(corev1.PodSucceeded))
+		logs, err := cluster.Kubectl(ctx, "logs", "-n", "default", pod.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(logs).To(Equal("hi\n"))
+	}, SpecTimeout(3*time.Minute))
 
 	It("applies the deploy manifests", func(ctx SpecContext) {
 		root, err := repoRoot()

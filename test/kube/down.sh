@@ -3,6 +3,29 @@
 # removes etcd's data and the certificates.
 set -euo pipefail
 state=${WEFT_KUBE_STATE:-${WEFT_CACHE:-$HOME/.cache/weft}/kube}
+# The node first: the kubelet, then the containers it left (their shims exit
+# with them), then containerd.
+stop() {
+  local pid
+  pid=$(cat "$state/$1.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  fi
+  rm -f "$state/$1.pid"
+}
+[ -f "$state/kubelet.pid" ] && stop kubelet
+if [ -f "$state/containerd.pid" ]; then
+  ctr=(ctr --address "$state/containerd/containerd.sock" -n k8s.io)
+  for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
+    "${ctr[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
+  done
+  sleep 0.5
+  for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do
+    "${ctr[@]}" tasks delete -f "$t" >/dev/null 2>&1 || true
+  done
+  stop containerd
+fi
 for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   if [ -f "$state/$p.pid" ]; then
     pid=$(cat "$state/$p.pid")
@@ -13,4 +36,10 @@ for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
     rm -f "$state/$p.pid"
   fi
 done
-if [ "${1:-}" = "--purge" ]; then rm -rf "$state"; fi
+if [ "${1:-}" = "--purge" ]; then
+  # The kubelet's root holds mounts of pods' volumes: unmount before removing.
+  if [ -d "$state/kubelet/root" ]; then
+    grep -o " $state/kubelet/root[^ ]*" /proc/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
+  fi
+  rm -rf "$state"
+fi

@@ -120,3 +120,33 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 	}
 	return applied, nil
 }
+
+// Cache is where up.sh keeps built binaries and cluster state.
+func Cache() string {
+	if c := os.Getenv("WEFT_CACHE"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "weft")
+}
+
+// Kubectl runs the kubectl built with the cluster (at its pinned version)
+// against it and returns its standard output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(Cache(), "bin", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// ContainerdAddress is the socket of the node's containerd.
+func ContainerdAddress() string {
+	state := os.Getenv("WEFT_KUBE_STATE")
+	if state == "" {
+		state = filepath.Join(Cache(), "kube")
+	}
+	return filepath.Join(state, "containerd", "containerd.sock")
+}

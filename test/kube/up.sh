@@ -4,6 +4,11 @@
 # kube-apiserver, kube-controller-manager and kube-scheduler built from the
 # Go module proxy (./k8s, pinned). Prints the admin kubeconfig's path. Run
 # ./down.sh to stop what it started.
+#
+# The node: the kubelet (built the same way) on Debian's containerd and runc,
+# cgroupfs driver, a bridge CNI network of its own (10.88.0.0/16, no route
+# out), images built on this machine (../kube/cmd/kube-images) instead of
+# pulled. Set WEFT_KUBE_NODE=0 for the control plane alone.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
@@ -19,7 +24,9 @@ alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null
 ready() { curl -sf --max-time 2 --cacert "$state/pki/ca.crt" -H "Authorization: Bearer $(cat "$state/pki/admin.token" 2>/dev/null)" \
   "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; }
 
-if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive kube-scheduler && ready; then
+with_node=${WEFT_KUBE_NODE:-1}
+node_alive() { [ "$with_node" = 0 ] || { alive containerd && alive kubelet; }; }
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive kube-scheduler && node_alive && ready; then
   echo "$state/kubeconfig"
   exit 0
 fi
@@ -30,15 +37,22 @@ if ! command -v etcd >/dev/null || ! command -v openssl >/dev/null; then
   apt-get update -qq && apt-get install -y -qq etcd-server openssl >/dev/null
 fi
 
+if [ "$with_node" != 0 ] && { ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ] || [ ! -x /bin/busybox ]; }; then
+  log "installing containerd, runc, CNI plugins and busybox-static"
+  apt-get update -qq && apt-get install -y -qq containerd runc containernetworking-plugins busybox-static >/dev/null
+fi
+
 # The control plane's binaries: built once per pinned module set;
 # concurrent callers wait.
 exec 9>"$cache/k8s/build.lock"
 flock 9
-if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ]; then
-  log "building the control plane (a few minutes, once)"
+if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ] || [ ! -x "$bin/kubelet" ] || [ ! -x "$bin/kubectl" ]; then
+  log "building Kubernetes (a few minutes, once)"
   (cd "$here/k8s" && go build -trimpath -ldflags='-s -w' -o "$bin/" ./cmd/...)
 fi
 flock -u 9
+mkdir -p "$cache/bin"
+ln -sfn "$bin/kubectl" "$cache/bin/kubectl"
 
 # Certificates and credentials, made once.
 pki=$state/pki
@@ -69,6 +83,10 @@ if ! alive etcd; then
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.2; done
 fi
 
+# The kubelet refuses a loopback node IP, so the node's InternalIP is this
+# machine's own address; the API server reaches the kubelet (logs, exec) by
+# the node's hostname instead, which resolves to 127.0.0.1, where the
+# kubelet listens.
 if ! alive kube-apiserver; then
   log "starting kube-apiserver on 127.0.0.1:$api_port"
   nohup "$bin/kube-apiserver" \
@@ -78,6 +96,7 @@ if ! alive kube-apiserver; then
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --token-auth-file "$pki/tokens.csv" \
     --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
+    --kubelet-preferred-address-types Hostname,InternalIP \
     >"$state/logs/kube-apiserver.log" 2>&1 &
   echo $! > "$state/kube-apiserver.pid"
 fi
@@ -124,4 +143,7 @@ sleep 1
 for p in kube-controller-manager kube-scheduler; do
   alive "$p" || { log "$p exited; see $state/logs/$p.log"; tail -20 "$state/logs/$p.log" >&2; exit 1; }
 done
+if [ "$with_node" != 0 ]; then
+  "$here/node-up.sh" "$bin"
+fi
 echo "$state/kubeconfig"

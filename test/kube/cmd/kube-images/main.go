@@ -1,0 +1,68 @@
+// Command kube-images builds the local cluster's images on this machine and
+// imports those that changed into its containerd: -cluster the pause,
+// busybox and node-runtime images up.sh needs, -weft Weft's own binaries.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/weft-sh/weft/test/kube/images"
+)
+
+func main() {
+	address := flag.String("address", "", "containerd socket")
+	dir := flag.String("dir", "", "where archives and digests are kept")
+	cluster := flag.Bool("cluster", false, "the cluster's own images (pause, busybox, node-runtime)")
+	weft := flag.Bool("weft", false, "Weft's image, from this module's ./cmd/...")
+	busybox := flag.String("busybox", "/bin/busybox", "a static busybox")
+	flag.Parse()
+	if err := run(context.Background(), *address, *dir, *cluster, *weft, *busybox); err != nil {
+		fmt.Fprintln(os.Stderr, "kube-images:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, address, dir string, cluster, weft bool, busybox string) error {
+	if address == "" || dir == "" {
+		return fmt.Errorf("-address and -dir are required")
+	}
+	tmp, err := os.MkdirTemp("", "kube-images")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	var todo []images.Image
+	if cluster {
+		pause, err := images.BuildStatic(tmp, "github.com/weft-sh/weft/test/kube/cmd/pause", "pause")
+		if err != nil {
+			return err
+		}
+		todo = append(todo, images.Pause(pause), images.Busybox(busybox), images.NodeRuntime())
+	}
+	if weft {
+		bins := map[string]string{}
+		for _, cmd := range images.WeftCommands {
+			b, err := images.BuildStatic(tmp, "github.com/weft-sh/weft/cmd/"+cmd, cmd)
+			if err != nil {
+				return err
+			}
+			bins[filepath.Base(b)] = b
+		}
+		todo = append(todo, images.Weft(bins))
+	}
+	im := images.Importer{Address: address, Dir: dir}
+	for _, img := range todo {
+		imported, err := im.Import(ctx, img)
+		if err != nil {
+			return err
+		}
+		if imported {
+			fmt.Fprintf(os.Stderr, "kube-images: imported %s\n", img.Ref)
+		}
+	}
+	return nil
+}

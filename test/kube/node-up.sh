@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Starts the local cluster's one node (called by up.sh with the directory of
+# the built binaries): containerd with a config of its own (socket, root and
+# state under the cluster's state dir; the kubelet's sandbox image; cgroupfs;
+# a bridge CNI network), the images built on this machine, and the kubelet,
+# then waits for the Node to be Ready.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$1
+cache=${WEFT_CACHE:-$HOME/.cache/weft}
+state=${WEFT_KUBE_STATE:-$cache/kube}
+node=$(hostname | tr '[:upper:]' '[:lower:]')
+ctrd=$state/containerd
+sock=$ctrd/containerd.sock
+log() { echo "kube/node-up: $*" >&2; }
+alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
+mkdir -p "$ctrd" "$state/cni/net.d" "$state/kubelet" "$state/logs"
+
+# restrict_oom_score_adj: this machine withholds CAP_SYS_RESOURCE, so runc
+# cannot lower a container's oom_score_adj below containerd's own (the
+# kubelet asks -998 for sandboxes); containerd clamps it instead.
+cat > "$ctrd/config.toml" <<TOML
+version = 2
+root = "$ctrd/root"
+state = "$ctrd/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "weft.local/pause:3.10"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$state/cni/net.d"
+TOML
+# Pods' own network: a bridge on this machine with no masquerading, so pod
+# traffic stays here.
+cat > "$state/cni/net.d/10-weft.conflist" <<'JSON'
+{"cniVersion": "1.0.0", "name": "weft",
+ "plugins": [
+  {"type": "bridge", "bridge": "weft0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]]}},
+  {"type": "loopback"}
+ ]}
+JSON
+
+if ! alive containerd; then
+  log "starting containerd ($sock)"
+  nohup containerd --config "$ctrd/config.toml" >"$state/logs/containerd.log" 2>&1 &
+  echo $! > "$state/containerd.pid"
+  for _ in $(seq 100); do ctr --address "$sock" version >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+
+# The cluster's images (pause, busybox, node-runtime), imported when changed.
+(cd "$here/../.." && go build -o "$cache/bin/kube-images" ./test/kube/cmd/kube-images)
+"$cache/bin/kube-images" -address "$sock" -dir "$state/images" -cluster
+
+# anonymous + AlwaysAllow: the kubelet's API listens on 127.0.0.1 only, for
+# the API server's logs/exec proxy of this single-user test machine.
+cat > "$state/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://$sock
+serializeImagePulls: false
+resolvConf: /etc/resolv.conf
+imageGCHighThresholdPercent: 100
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+YAML
+if ! alive kubelet; then
+  log "starting kubelet (node $node)"
+  nohup "$bin/kubelet" --config "$state/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
+    --root-dir "$state/kubelet/root" --hostname-override "$node" \
+    >"$state/logs/kubelet.log" 2>&1 &
+  echo $! > "$state/kubelet.pid"
+fi
+kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
+for _ in $(seq 150); do
+  [ "$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && exit 0
+  alive kubelet || break
+  sleep 0.2
+done
+log "node $node did not become Ready; see $state/logs/kubelet.log"
+tail -20 "$state/logs/kubelet.log" >&2
+exit 1
