@@ -3,11 +3,17 @@ package amrm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -17,19 +23,39 @@ import (
 // Protocol is the name AMs give the protocol in each call.
 const Protocol = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB"
 
+// Options wires the service to scheduling and to the nodes' secret
+// manager. With no Allocator, asks stay pending (the embedded mode without
+// a cluster runs no containers).
+type Options struct {
+	Allocator *allocator.Allocator
+	// Keys signs container tokens and NMTokens; required with Allocator.
+	Keys *nmtokens.Keys
+	// ContainerTokenExpiry is how long an AM has to start a granted
+	// container (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms,
+	// default 10 minutes).
+	ContainerTokenExpiry time.Duration
+}
+
 // Service implements ApplicationMasterProtocol. Every call acts on the
 // attempt its connection's AMRMToken names, re-checked on each call.
 type Service struct {
-	mgr *rm.Manager
+	mgr  *rm.Manager
+	opts Options
 	// last holds each registered attempt's last allocate response, for
 	// YARN's responseId handshake: a retried request gets it again.
 	mu   sync.Mutex
 	last map[records.AttemptID]*yarnpb.AllocateResponseProto
+	// nmTokens remembers the nodes whose NMToken an attempt has had.
+	nmTokens map[records.AttemptID]map[string]bool
 }
 
 // New returns the service.
-func New(mgr *rm.Manager) *Service {
-	return &Service{mgr: mgr, last: map[records.AttemptID]*yarnpb.AllocateResponseProto{}}
+func New(mgr *rm.Manager, opts Options) *Service {
+	if opts.ContainerTokenExpiry <= 0 {
+		opts.ContainerTokenExpiry = 10 * time.Minute
+	}
+	return &Service{mgr: mgr, opts: opts, last: map[records.AttemptID]*yarnpb.AllocateResponseProto{},
+		nmTokens: map[records.AttemptID]map[string]bool{}}
 }
 
 // Service returns the ipc registration.
@@ -111,25 +137,113 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			"Invalid responseId in AllocateRequest from application attempt: %s, expect responseId to be %d, but get %d",
 			id, last.GetResponseId(), req.GetResponseId())
 	}
+	for _, r := range req.GetAsk() {
+		want := records.Resource{MemoryMB: r.GetCapability().GetMemory(), VCores: r.GetCapability().GetVirtualCores()}
+		norm, err := s.mgr.NormalizeRequest(want)
+		if err != nil {
+			return nil, err
+		}
+		r.Capability = &yarnpb.ResourceProto{Memory: proto.Int64(norm.MemoryMB), VirtualCores: proto.Int32(norm.VCores)}
+	}
+	for _, c := range req.GetRelease() {
+		cid := nmtokens.ContainerIDOf(c)
+		if cid.Attempt.App != id.App {
+			continue // not this application's: YARN ignores it too
+		}
+		if _, err := s.mgr.CompleteContainer(ctx, cid, records.ExitAborted, "Container released by application"); err != nil {
+			s.mgr.Logger().Debug("release of an unknown container", "container", cid.String())
+		}
+	}
+	resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(last.GetResponseId() + 1)}
+	if resp.GetResponseId() < 0 { // wraps as Java's int does
+		resp.ResponseId = proto.Int32(0)
+	}
+	if s.opts.Allocator != nil {
+		s.opts.Allocator.Update(id, req.GetAsk())
+		if err := s.grant(ctx, id, resp); err != nil {
+			return nil, err
+		}
+	}
+	completed, err := s.mgr.TakeCompleted(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range completed {
+		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, &yarnpb.ContainerStatusProto{
+			ContainerId: nmtokens.ContainerIDProto(c.ID), State: yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
+			Diagnostics: proto.String(c.Diagnostics), ExitStatus: proto.Int32(c.ExitStatus),
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(c.Resource.MemoryMB), VirtualCores: proto.Int32(c.Resource.VCores)},
+		})
+	}
 	snap := s.mgr.Snapshot()
 	var free records.Resource
 	nodes := snap.Nodes(records.NodeRunning)
 	for _, n := range nodes {
-		free = free.Add(records.Resource{MemoryMB: n.Capability.MemoryMB - n.Used.MemoryMB, VCores: n.Capability.VCores - n.Used.VCores})
+		free = free.Add(records.Resource{MemoryMB: n.Capability.MemoryMB - n.Used.MemoryMB - n.Occupied.MemoryMB,
+			VCores: n.Capability.VCores - n.Used.VCores - n.Occupied.VCores})
 	}
-	// Containers are granted once the translator and scheduler place pods
-	// (the AM/NM path); until then asks stay pending and the response
-	// carries headroom and the handshake only.
-	resp := &yarnpb.AllocateResponseProto{
-		ResponseId:      proto.Int32(last.GetResponseId() + 1),
-		Limit:           &yarnpb.ResourceProto{Memory: proto.Int64(free.MemoryMB), VirtualCores: proto.Int32(free.VCores)},
-		NumClusterNodes: proto.Int32(int32(len(nodes))),
-	}
-	if resp.GetResponseId() < 0 { // wraps as Java's int does
-		resp.ResponseId = proto.Int32(0)
-	}
+	resp.Limit = &yarnpb.ResourceProto{Memory: proto.Int64(max(free.MemoryMB, 0)), VirtualCores: proto.Int32(max(free.VCores, 0))}
+	resp.NumClusterNodes = proto.Int32(int32(len(nodes)))
 	s.last[id] = resp
 	return resp, nil
+}
+
+// grant puts the attempt's newly placed containers, with their container
+// tokens, and the NMTokens of nodes new to the attempt into resp.
+func (s *Service) grant(ctx context.Context, id records.AttemptID, resp *yarnpb.AllocateResponseProto) error {
+	app, err := s.mgr.Application(id.App)
+	if err != nil {
+		return err
+	}
+	acquired, err := s.mgr.AcquireContainers(ctx, id)
+	if err != nil {
+		return err
+	}
+	seen := s.nmTokens[id]
+	if seen == nil {
+		seen = map[string]bool{}
+		s.nmTokens[id] = seen
+	}
+	for _, c := range acquired {
+		host, port, err := splitNodeID(c.Node)
+		if err != nil {
+			return err
+		}
+		token, err := s.opts.Keys.ContainerToken(nmtokens.ContainerGrant{Container: c.ID, NodeID: c.Node, User: app.User,
+			Resource: c.Resource, Priority: c.Priority, AllocationRequestID: c.AllocationRequestID,
+			RMIdentifier: s.mgr.ClusterTimestamp(), Expiry: time.Now().Add(s.opts.ContainerTokenExpiry)})
+		if err != nil {
+			return err
+		}
+		nodeID := &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)}
+		resp.AllocatedContainers = append(resp.AllocatedContainers, &yarnpb.ContainerProto{
+			Id: nmtokens.ContainerIDProto(c.ID), NodeId: nodeID, NodeHttpAddress: proto.String(c.NodeHTTP),
+			Resource:       &yarnpb.ResourceProto{Memory: proto.Int64(c.Resource.MemoryMB), VirtualCores: proto.Int32(c.Resource.VCores)},
+			Priority:       &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
+			ContainerToken: token, AllocationRequestId: proto.Int64(c.AllocationRequestID),
+		})
+		if !seen[c.Node] {
+			nm, err := s.opts.Keys.NMToken(id, host, port, app.User)
+			if err != nil {
+				return err
+			}
+			resp.NmTokens = append(resp.NmTokens, &yarnpb.NMTokenProto{NodeId: nodeID, Token: nm})
+			seen[c.Node] = true
+		}
+	}
+	return nil
+}
+
+func splitNodeID(nodeID string) (string, int32, error) {
+	host, port, err := net.SplitHostPort(nodeID)
+	if err != nil {
+		return "", 0, fmt.Errorf("node id %q: %w", nodeID, err)
+	}
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		return "", 0, fmt.Errorf("node id %q: %w", nodeID, err)
+	}
+	return host, int32(p), nil
 }
 
 func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {
@@ -143,6 +257,10 @@ func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	}
 	s.mu.Lock()
 	delete(s.last, id)
+	delete(s.nmTokens, id)
 	s.mu.Unlock()
+	if s.opts.Allocator != nil {
+		s.opts.Allocator.Forget(id)
+	}
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 }

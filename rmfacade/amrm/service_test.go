@@ -36,7 +36,7 @@ func start(t *testing.T) *fixture {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
-	srv, err := ipc.NewServer(ipc.Options{Tokens: tokens, Logger: quiet}, New(mgr).Service())
+	srv, err := ipc.NewServer(ipc.Options{Tokens: tokens, Logger: quiet}, New(mgr, Options{}).Service())
 	if err != nil {
 		t.Fatal(err)
 	}

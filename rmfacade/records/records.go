@@ -160,25 +160,49 @@ type Container struct {
 	StartTime   int64          `json:"startTime"`
 	FinishTime  int64          `json:"finishTime,omitempty"`
 	LogURL      string         `json:"logURL,omitempty"`
+	// Tier is the container's colocation tier (high, medium, low).
+	Tier string `json:"tier,omitempty"`
+	// AllocationRequestID is the AM's id of the request it satisfies.
+	AllocationRequestID int64 `json:"allocationRequestId,omitempty"`
+	// Acquired: the AM has been given the container in an allocate
+	// response. Reported: the AM has been told it completed. Both are
+	// stored, so an RM restart neither repeats nor drops them.
+	Acquired bool `json:"acquired,omitempty"`
+	Reported bool `json:"reported,omitempty"`
 }
+
+// YARN's ContainerExitStatus values Weft reports.
+const (
+	ExitSuccess            int32 = 0
+	ExitInvalid            int32 = -1000
+	ExitAborted            int32 = -100
+	ExitPreempted          int32 = -102
+	ExitKilledByAppMaster  int32 = -105
+	ExitKilledByRM         int32 = -106
+	ExitKilledAfterAppDone int32 = -107
+)
 
 // Key is the container's primary key in the store.
 func (c *Container) Key() string { return c.ID.String() }
 
 // Node is a node that can run containers, named host:port as a NodeId.
 type Node struct {
-	ID               string    `json:"id"`
-	Host             string    `json:"host"`
-	Port             int32     `json:"port"`
-	Rack             string    `json:"rack"`
-	HTTPAddress      string    `json:"httpAddress"`
-	State            NodeState `json:"state"`
-	Capability       Resource  `json:"capability"`
-	Used             Resource  `json:"used"`
-	NumContainers    int32     `json:"numContainers"`
-	HealthReport     string    `json:"healthReport,omitempty"`
-	LastHealthUpdate int64     `json:"lastHealthUpdate"`
-	Labels           []string  `json:"labels,omitempty"`
+	ID          string    `json:"id"`
+	Host        string    `json:"host"`
+	Port        int32     `json:"port"`
+	Rack        string    `json:"rack"`
+	HTTPAddress string    `json:"httpAddress"`
+	State       NodeState `json:"state"`
+	Capability  Resource  `json:"capability"`
+	Used        Resource  `json:"used"`
+	// Occupied is capacity held by pods the RM does not allocate (online
+	// services' pods, and AM pods, which the cluster's scheduler places):
+	// it only shrinks what is left for containers.
+	Occupied         Resource `json:"occupied,omitempty"`
+	NumContainers    int32    `json:"numContainers"`
+	HealthReport     string   `json:"healthReport,omitempty"`
+	LastHealthUpdate int64    `json:"lastHealthUpdate"`
+	Labels           []string `json:"labels,omitempty"`
 }
 
 // Key is the node's primary key in the store.

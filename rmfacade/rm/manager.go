@@ -88,6 +88,9 @@ func (m *Manager) StartedAt() int64 { return m.opts.ClusterTimestamp }
 // MaximumAllocation is the largest container (and AM) the RM grants.
 func (m *Manager) MaximumAllocation() records.Resource { return m.opts.MaximumAllocation }
 
+// Logger is the manager's logger, for the transports around it.
+func (m *Manager) Logger() *slog.Logger { return m.opts.Logger }
+
 // Snapshot returns a consistent view of the state.
 func (m *Manager) Snapshot() *state.Snapshot { return m.store.Snapshot() }
 
@@ -182,6 +185,13 @@ func (m *Manager) Submit(ctx context.Context, s Submission) error {
 	}
 	m.opts.Logger.Info("application accepted", "app", s.ID.String(), "user", s.User, "queue", q.Name)
 	return nil
+}
+
+// NormalizeRequest checks a container request against the maximum
+// allocation (InvalidResourceRequestException beyond it, as YARN) and
+// rounds it up to a multiple of the minimum allocation.
+func (m *Manager) NormalizeRequest(r records.Resource) (records.Resource, error) {
+	return m.normalizeAM(r, false)
 }
 
 func (m *Manager) normalizeAM(r records.Resource, unmanaged bool) (records.Resource, error) {

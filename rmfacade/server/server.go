@@ -189,7 +189,7 @@ func (s *Server) init() error {
 		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
 	}
 	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
-	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager).Service())
+	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager, amrm.Options{}).Service())
 	if err != nil {
 		return err
 	}

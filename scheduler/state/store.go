@@ -204,6 +204,40 @@ func (w *Txn) RemoveRequest(id string) error {
 	return w.chargeQueue(r.Queue, quota.Resource{}, quota.Resource{}.Sub(r.Resource))
 }
 
+// AddAllocation records a pod that already runs, placed before this store
+// knew of it (a shim rebuilding its view, or a restart): it charges the
+// node and the queues as a placement would, without any fit check, since
+// the pod holds its resources whether they fit or not.
+func (w *Txn) AddAllocation(al *objects.Allocation) error {
+	if al.ID == "" || !al.Tier.Valid() {
+		return fmt.Errorf("state: allocation %q: missing id or invalid tier %v", al.ID, al.Tier)
+	}
+	a := w.Application(al.AppID)
+	if a == nil {
+		return fmt.Errorf("state: allocation %s: application %q: %w", al.ID, al.AppID, ErrNotFound)
+	}
+	n := w.Node(al.NodeID)
+	if n == nil {
+		return fmt.Errorf("state: allocation %s: node %q: %w", al.ID, al.NodeID, ErrNotFound)
+	}
+	if w.Request(al.ID) != nil || w.Allocation(al.ID) != nil {
+		return fmt.Errorf("state: allocation %s exists", al.ID)
+	}
+	c := *al
+	c.Queue, c.Resource, c.Preempting = a.Queue, al.Resource.Clone(), false
+	c.CreateIndex, c.ModifyIndex = w.index, w.index
+	if err := w.tx.Insert(TableAllocations, &c); err != nil {
+		return err
+	}
+	nc := *n
+	nc.Allocated = n.Allocated.Add(c.Resource)
+	nc.ModifyIndex = w.index
+	if err := w.tx.Insert(TableNodes, &nc); err != nil {
+		return err
+	}
+	return w.chargeQueue(a.Queue, c.Resource, quota.Resource{})
+}
+
 // ReleaseAllocation frees a placed pod that has exited (completed, failed,
 // or evicted after a preemption notice).
 func (w *Txn) ReleaseAllocation(id string) error {

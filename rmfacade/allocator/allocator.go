@@ -1,0 +1,314 @@
+// Package allocator is the ResourceManager facade's side of scheduling: it
+// keeps what each ApplicationMaster asks for, and in each cycle gives the
+// unified scheduler (package scheduler) a view of nodes, applications,
+// running containers and pending asks, applies the plan it returns, and
+// records every placement as a container granted to the AM. The RM state
+// store stays the single source of truth; the scheduler's store is rebuilt
+// from it each cycle, so nothing here needs to survive a restart beyond
+// what the AMs resend.
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/scheduler"
+	"github.com/weft-sh/weft/scheduler/objects"
+	schedstate "github.com/weft-sh/weft/scheduler/state"
+	"github.com/weft-sh/weft/translator"
+)
+
+// Options configures an Allocator.
+type Options struct {
+	// Interval between cycles when nothing asks for one (default 1s); a
+	// changed ask starts a cycle at once.
+	Interval time.Duration
+	// Tiers decides which containers are the job's minimum (medium) and
+	// which are elastic (low).
+	Tiers     translator.TierPolicy
+	Scheduler scheduler.Options
+	Logger    *slog.Logger
+}
+
+// askKey identifies one outstanding ask of an attempt, as YARN keys them:
+// priority, allocation request id and capability (the resource name is
+// always ResourceRequest.ANY here: placement is the scheduler's).
+type askKey struct {
+	Priority            int32
+	AllocationRequestID int64
+	Resource            records.Resource
+}
+
+// Allocator turns AM asks into granted containers.
+type Allocator struct {
+	mgr   *rm.Manager
+	sched *scheduler.Scheduler
+	opts  Options
+
+	mu   sync.Mutex
+	asks map[records.AttemptID]map[askKey]int
+	kick chan struct{}
+}
+
+// New returns an Allocator.
+func New(mgr *rm.Manager, opts Options) *Allocator {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
+		opts.Tiers = translator.DefaultTierPolicy
+	}
+	return &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts,
+		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1)}
+}
+
+// Update replaces an attempt's outstanding asks with those of an allocate
+// call: each ANY request's numContainers is the new total for its key, as
+// in YARN (AMRMClient sends totals, and the RM lowers them as it grants).
+// Capabilities must have been normalized (rm.Manager.NormalizeRequest).
+func (a *Allocator) Update(attempt records.AttemptID, asks []*yarnpb.ResourceRequestProto) {
+	if len(asks) == 0 {
+		return
+	}
+	a.mu.Lock()
+	m := a.asks[attempt]
+	if m == nil {
+		m = map[askKey]int{}
+		a.asks[attempt] = m
+	}
+	for _, r := range asks {
+		if r.GetResourceName() != "*" {
+			continue
+		}
+		k := askKey{Priority: r.GetPriority().GetPriority(), AllocationRequestID: r.GetAllocationRequestId(),
+			Resource: records.Resource{MemoryMB: r.GetCapability().GetMemory(), VCores: r.GetCapability().GetVirtualCores()}}
+		if n := int(r.GetNumContainers()); n > 0 {
+			m[k] = n
+		} else {
+			delete(m, k)
+		}
+	}
+	a.mu.Unlock()
+	a.Kick()
+}
+
+// Forget drops an attempt's asks (it finished).
+func (a *Allocator) Forget(attempt records.AttemptID) {
+	a.mu.Lock()
+	delete(a.asks, attempt)
+	a.mu.Unlock()
+}
+
+// Pending is how many containers an attempt still waits for.
+func (a *Allocator) Pending(attempt records.AttemptID) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.asks[attempt] {
+		n += c
+	}
+	return n
+}
+
+// Kick asks for a cycle soon.
+func (a *Allocator) Kick() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run cycles until ctx ends.
+func (a *Allocator) Run(ctx context.Context) {
+	t := time.NewTicker(a.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.kick:
+		}
+		if _, err := a.Cycle(ctx); err != nil {
+			a.opts.Logger.Warn("allocation cycle failed", "err", err)
+		}
+	}
+}
+
+// request ids carry the attempt and ask they came from.
+type pendingRequest struct {
+	attempt records.AttemptID
+	key     askKey
+	tier    string
+}
+
+// Cycle runs one scheduling cycle and returns how many containers it
+// granted.
+func (a *Allocator) Cycle(ctx context.Context) (int, error) {
+	snap := a.mgr.Snapshot()
+	nodes := snap.Nodes(records.NodeRunning)
+	var cluster quota.Resource
+	for _, n := range nodes {
+		cluster.AddInPlace(toQuota(n.Capability))
+	}
+	h, err := quota.NewHierarchy(quota.QuotasFromQueues(a.mgr.Queues().Queues(), cluster))
+	if err != nil {
+		return 0, fmt.Errorf("allocator: queue hierarchy: %w", err)
+	}
+	st, err := schedstate.New(h)
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	asks := make(map[records.AttemptID]map[askKey]int, len(a.asks))
+	for id, m := range a.asks {
+		cp := make(map[askKey]int, len(m))
+		for k, v := range m {
+			cp[k] = v
+		}
+		asks[id] = cp
+	}
+	a.mu.Unlock()
+
+	pending := map[string]pendingRequest{}
+	err = st.Update(func(w *schedstate.Txn) error {
+		for _, n := range nodes {
+			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied)}); err != nil {
+				return err
+			}
+		}
+		for attempt, m := range asks {
+			if err := a.addAttempt(w, snap, attempt, m, pending); err != nil {
+				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(pending) == 0 {
+		return 0, nil
+	}
+	plan, err := a.sched.Schedule(ctx, st.Snapshot())
+	if err != nil {
+		return 0, err
+	}
+	result, err := st.ApplyPlan(plan)
+	if err != nil {
+		return 0, err
+	}
+	grants := map[records.AttemptID][]rm.Grant{}
+	for _, u := range result.Applied {
+		for _, pl := range u.Placements {
+			p := pending[pl.RequestID]
+			n := snap.Node(pl.NodeID)
+			if n == nil {
+				continue
+			}
+			grants[p.attempt] = append(grants[p.attempt], rm.Grant{Node: n.ID, NodeHTTP: n.HTTPAddress, Resource: p.key.Resource,
+				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier})
+		}
+	}
+	granted := 0
+	for attempt, gs := range grants {
+		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)
+		if err != nil {
+			return granted, err
+		}
+		granted += len(made)
+		a.mu.Lock()
+		for _, c := range made {
+			k := askKey{Priority: c.Priority, AllocationRequestID: c.AllocationRequestID, Resource: c.Resource}
+			if m := a.asks[attempt]; m != nil && m[k] > 0 {
+				if m[k]--; m[k] == 0 {
+					delete(m, k)
+				}
+			}
+		}
+		a.mu.Unlock()
+	}
+	if granted > 0 {
+		a.opts.Logger.Debug("granted containers", "count", granted)
+	}
+	return granted, nil
+}
+
+// addAttempt puts one attempt's application, live containers and pending
+// asks into the scheduler's store.
+func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int, pending map[string]pendingRequest) error {
+	app := snap.Application(attempt.App)
+	if app == nil || app.State != records.AppRunning || app.CurrentAttempt != attempt.ID {
+		return fmt.Errorf("not running")
+	}
+	appID := attempt.String()
+	if err := w.UpsertApplication(&objects.Application{ID: appID, Queue: app.Queue, User: app.User,
+		Priority: app.Priority, Submitted: time.UnixMilli(app.SubmitTime)}); err != nil {
+		return err
+	}
+	workers := 0
+	for _, c := range snap.ContainersOfAttempt(attempt) {
+		if c.ID.ID == 1 || c.State == records.ContainerComplete {
+			continue // the AM container is placed by the cluster; see Node.Occupied
+		}
+		workers++
+		if w.Node(c.Node) == nil {
+			continue
+		}
+		if err := w.AddAllocation(&objects.Allocation{ID: c.ID.String(), AppID: appID, NodeID: c.Node,
+			Tier: tierOf(c.Tier), Resource: toQuota(c.Resource)}); err != nil {
+			return err
+		}
+	}
+	// Asks in a stable order (priority, then request id), so the job's
+	// minimum goes to its most important requests.
+	keys := make([]askKey, 0, len(asks))
+	for k := range asks {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Priority != keys[j].Priority {
+			return keys[i].Priority < keys[j].Priority
+		}
+		return keys[i].AllocationRequestID < keys[j].AllocationRequestID
+	})
+	for _, k := range keys {
+		for i := 0; i < asks[k]; i++ {
+			tier := a.opts.Tiers.Tier(translator.Container{RequestPriority: k.Priority, WorkersBefore: workers}, app.Tags)
+			workers++
+			id := fmt.Sprintf("%s/%d/%d/%d", appID, k.Priority, k.AllocationRequestID, i)
+			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tierOf(string(tier)), Resource: toQuota(k.Resource)}); err != nil {
+				return err
+			}
+			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier)}
+		}
+	}
+	return nil
+}
+
+func toQuota(r records.Resource) quota.Resource {
+	return quota.Resource{MilliCPU: int64(r.VCores) * 1000, Memory: r.MemoryMB << 20}
+}
+
+func tierOf(t string) objects.Tier {
+	switch translator.Tier(t) {
+	case translator.TierHigh:
+		return objects.TierHigh
+	case translator.TierMedium:
+		return objects.TierMedium
+	default:
+		return objects.TierLow
+	}
+}

@@ -1,0 +1,128 @@
+package rm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// Grant is a container the scheduler placed for an attempt, before it has
+// an id.
+type Grant struct {
+	Node, NodeHTTP      string
+	Resource            records.Resource
+	Priority            int32
+	AllocationRequestID int64
+	Tier                string
+}
+
+// nextContainerID is one past the highest container id of the attempt
+// (the AM container is 1).
+func nextContainerID(w *state.WriteTxn, id records.AttemptID) int64 {
+	next := int64(2)
+	for _, c := range w.ContainersOfAttempt(id) {
+		if c.ID.ID >= next {
+			next = c.ID.ID + 1
+		}
+	}
+	return next
+}
+
+// AllocateContainers stores grants as NEW containers of a live attempt,
+// to be handed to its AM by the next allocate call. A finished attempt
+// gets nothing: the grants are dropped and nil returned.
+func (m *Manager) AllocateContainers(ctx context.Context, id records.AttemptID, grants []Grant) ([]*records.Container, error) {
+	var out []*records.Container
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		out = nil
+		if _, att, err := liveAttempt(w, id); err != nil || att.State != records.AttemptRunning {
+			return nil
+		}
+		next := nextContainerID(w, id)
+		now := m.opts.Now().UnixMilli()
+		for i, g := range grants {
+			c := &records.Container{
+				ID: records.ContainerID{Attempt: id, ID: next + int64(i)}, Node: g.Node, NodeHTTP: g.NodeHTTP,
+				Resource: g.Resource, Priority: g.Priority, AllocationRequestID: g.AllocationRequestID, Tier: g.Tier,
+				State: records.ContainerNew, ExitStatus: records.ExitInvalid, StartTime: now,
+			}
+			if err := w.PutContainer(c); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AcquireContainers hands an attempt's new containers to its AM: those not
+// yet acquired are marked so and returned, once.
+func (m *Manager) AcquireContainers(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
+	return m.takeContainers(id, func(c *records.Container) bool { return !c.Acquired && c.State != records.ContainerComplete },
+		func(c *records.Container) { c.Acquired = true })
+}
+
+// TakeCompleted returns the attempt's containers that completed since the
+// last call, marking them reported.
+func (m *Manager) TakeCompleted(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
+	return m.takeContainers(id, func(c *records.Container) bool {
+		return c.State == records.ContainerComplete && !c.Reported && c.ID.ID != 1
+	}, func(c *records.Container) { c.Reported, c.Acquired = true, true })
+}
+
+func (m *Manager) takeContainers(id records.AttemptID, want func(*records.Container) bool, mark func(*records.Container)) ([]*records.Container, error) {
+	var out []*records.Container
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		out = nil
+		for _, c := range w.ContainersOfAttempt(id) {
+			if !want(c) {
+				continue
+			}
+			cp := *c
+			mark(&cp)
+			if err := w.PutContainer(&cp); err != nil {
+				return err
+			}
+			out = append(out, &cp)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ContainerRunning records that a container's process started.
+func (m *Manager) ContainerRunning(ctx context.Context, id records.ContainerID) error {
+	return m.store.Update(func(w *state.WriteTxn) error {
+		c := w.Container(id)
+		if c == nil || c.State != records.ContainerNew {
+			return nil
+		}
+		cp := *c
+		cp.State = records.ContainerRunning
+		return w.PutContainer(&cp)
+	})
+}
+
+// CompleteContainer records a container's end with YARN's exit status and
+// diagnostics. The first completion wins; later ones are no-ops.
+func (m *Manager) CompleteContainer(ctx context.Context, id records.ContainerID, exitStatus int32, diagnostics string) (bool, error) {
+	var changed bool
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		changed = false
+		c := w.Container(id)
+		if c == nil {
+			return fmt.Errorf("container %s is unknown", id)
+		}
+		if c.State == records.ContainerComplete {
+			return nil
+		}
+		cp := *c
+		cp.State, cp.ExitStatus, cp.Diagnostics, cp.FinishTime = records.ContainerComplete, exitStatus, diagnostics, m.opts.Now().UnixMilli()
+		changed = true
+		return w.PutContainer(&cp)
+	})
+	return changed, err
+}
