@@ -2,6 +2,7 @@ package translator
 
 import (
 	"fmt"
+	"github.com/weft-sh/weft/rmfacade/records"
 	"regexp"
 	"sort"
 	"strconv"
@@ -36,6 +37,11 @@ const (
 	TokenFile      = CredentialsDir + "/" + TokenFileKey
 	// TokenFileKey is the key of the token storage in the Secret.
 	TokenFileKey = "container_tokens"
+	// LocalResourcesKey holds the container's LocalResources, a
+	// ContainerLaunchContextProto with only local_resources set.
+	LocalResourcesKey = "local_resources"
+	// CacheMount is where the localizer sees the node's cache.
+	CacheMount = "/weft/cache"
 )
 
 // ContainerSpec is one YARN container to run as a pod.
@@ -48,10 +54,15 @@ type ContainerSpec struct {
 	// Commands and Env come from the ContainerLaunchContext, unexpanded.
 	Commands []string
 	Env      map[string]string
-	// Image runs the commands; it must carry the Java runtime the job
-	// expects at JAVA_HOME.
-	Image    string
-	JavaHome string
+	// Runtime is the node's part: image, Java, Hadoop, network, localizer.
+	Runtime Runtime
+	// LocalResources is true when the credentials Secret holds
+	// LocalResourcesKey, for the localizer to fetch before the container
+	// starts.
+	LocalResources bool
+	// NodeName binds the pod to a node the RM already chose; empty leaves
+	// placement to SchedulerName.
+	NodeName string
 	// NMPort and NMHTTPPort are the node plugin's ports, which AMs and
 	// shuffle clients reach on the node.
 	NMPort, NMHTTPPort int32
@@ -70,12 +81,21 @@ type ContainerSpec struct {
 // yarnVar matches YARN's cross-platform variable syntax {{NAME}}.
 var yarnVar = regexp.MustCompile(`\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`)
 
+// AddOpens is what <ADD_OPENS> expands to: the --add-opens options
+// Hadoop needs on Java 17 and later, which the container runtimes run.
+const AddOpens = "--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.lang.reflect=ALL-UNNAMED " +
+	"--add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.util.concurrent=ALL-UNNAMED " +
+	"--add-opens=java.base/java.io=ALL-UNNAMED --add-opens=java.base/java.net=ALL-UNNAMED " +
+	"--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED " +
+	"--add-opens=java.base/sun.security.util=ALL-UNNAMED"
+
 // ExpandCommand rewrites a YARN launch command for a Linux shell, as the
 // NodeManager does: {{VAR}} becomes $VAR, <CPS> the class path separator,
-// <LOG_DIR> the container's log directory.
+// <LOG_DIR> the container's log directory, <ADD_OPENS> Java 17's options.
 func ExpandCommand(s string) string {
 	s = yarnVar.ReplaceAllString(s, "$$$1")
 	s = strings.ReplaceAll(s, "<CPS>", ":")
+	s = strings.ReplaceAll(s, "<ADD_OPENS>", AddOpens)
 	return strings.ReplaceAll(s, "<LOG_DIR>", LogDir)
 }
 
@@ -90,9 +110,9 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 	script := c.script()
 	res := corev1.ResourceList{p.Memory: *resource.NewQuantity(c.MemoryMB<<20, resource.BinarySI)}
 	if p.CPUMilli {
-		res[p.CPU] = *resource.NewQuantity(int64(c.VCores)*1000, resource.DecimalSI)
+		res[p.CPU] = *resource.NewQuantity(int64(c.VCores)*p.VCoreMilli(), resource.DecimalSI)
 	} else {
-		res[p.CPU] = *resource.NewMilliQuantity(int64(c.VCores)*1000, resource.DecimalSI)
+		res[p.CPU] = *resource.NewMilliQuantity(int64(c.VCores)*p.VCoreMilli(), resource.DecimalSI)
 	}
 	labels := map[string]string{LabelApp: c.App, LabelContainer: c.Container, LabelTier: string(c.Tier),
 		LabelQueue: labelValue(c.Queue), LabelUser: labelValue(c.User), LabelManagedBy: "weft"}
@@ -112,10 +132,11 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 		Spec: corev1.PodSpec{
 			RestartPolicy:     corev1.RestartPolicyNever,
 			SchedulerName:     c.SchedulerName,
+			NodeName:          c.NodeName,
 			PriorityClassName: PriorityClassName(c.Tier),
 			Priority:          &priority,
 			Containers: []corev1.Container{{
-				Name: "yarn-container", Image: c.Image, WorkingDir: WorkDir,
+				Name: "yarn-container", Image: c.Runtime.Image, WorkingDir: WorkDir,
 				Command:   []string{"/bin/bash", "-c", script},
 				Env:       c.env(),
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
@@ -136,6 +157,7 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 		ctr := &pod.Spec.Containers[0]
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "credentials", MountPath: CredentialsDir, ReadOnly: true})
 	}
+	c.Runtime.apply(pod, c)
 	if c.Owner != nil {
 		pod.OwnerReferences = []metav1.OwnerReference{*c.Owner}
 	}
@@ -156,7 +178,7 @@ func (c ContainerSpec) env() []corev1.EnvVar {
 		{Name: "PWD", Value: WorkDir}, {Name: "LOCAL_DIRS", Value: LocalDir}, {Name: "LOG_DIRS", Value: LogDir},
 		{Name: "LOCAL_USER_DIRS", Value: LocalDir + "/usercache/" + c.User + "/"},
 		{Name: "HADOOP_TOKEN_FILE_LOCATION", Value: TokenFile},
-		{Name: "JAVA_HOME", Value: c.JavaHome},
+		{Name: "JAVA_HOME", Value: c.Runtime.JavaHome},
 	}
 	if c.Tier == TierHigh && c.AppSubmitTime > 0 {
 		vars = append(vars, corev1.EnvVar{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(c.AppSubmitTime, 10)},
@@ -191,7 +213,11 @@ func (c ContainerSpec) script() string {
 	b.WriteString(`child=$!; [ -n "$term" ] && kill -TERM -- "-$child" 2>/dev/null` + "\n")
 	// wait returns early when a trapped signal arrives; wait again for the
 	// child's own exit status.
-	b.WriteString("wait $child; status=$?\nwhile kill -0 $child 2>/dev/null; do wait $child; status=$?; done\nexit $status\n")
+	b.WriteString("wait $child; status=$?\nwhile kill -0 $child 2>/dev/null; do wait $child; status=$?; done\n")
+	// As a NodeManager puts the end of a failed container's stderr in its
+	// diagnostics, the script leaves it as the pod's termination message.
+	b.WriteString(`if [ "$status" -ne 0 ]; then for f in ` + LogDir + `/*err*; do [ -f "$f" ] && { echo "Last 2048 bytes of ${f##*/} :"; tail -c 2048 "$f"; }; done > /dev/termination-log 2>/dev/null; fi` + "\n")
+	b.WriteString("exit $status\n")
 	return b.String()
 }
 
@@ -252,4 +278,33 @@ func labelValue(s string) string {
 		s = s[:63]
 	}
 	return strings.Trim(s, "._-")
+}
+
+// PodOutcome reads a container pod: its state and, once complete, the
+// exit code and what Kubernetes said. A pod being deleted before it ended
+// was killed.
+func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		code, diag := int32(records.ExitInvalid), strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message)
+		for _, cs := range pod.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				code = t.ExitCode
+				diag = strings.TrimSpace(fmt.Sprintf("%s %s", t.Reason, t.Message))
+			}
+		}
+		for _, cs := range pod.Status.InitContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				code = records.ExitAborted
+				diag = strings.TrimSpace("Localization failed: " + t.Message)
+			}
+		}
+		if code != 0 && diag == "" {
+			diag = fmt.Sprintf("Exception from container-launch.\nExit code: %d", code)
+		}
+		return code, diag, records.ContainerComplete
+	case corev1.PodRunning:
+		return 0, "", records.ContainerRunning
+	}
+	return 0, "", records.ContainerNew
 }

@@ -39,6 +39,11 @@ type Profile struct {
 	// rather than as a cpu quantity.
 	CPU, Memory corev1.ResourceName
 	CPUMilli    bool
+	// MilliCPUPerVCore is how much CPU one YARN vcore is (default 1000).
+	// YARN itself decouples the two (yarn.nodemanager.resource.cpu-vcores
+	// defaults to 8 whatever the cores); reclaimed CPU is shared, so a
+	// vcore smaller than a core is common where batch packs densely.
+	MilliCPUPerVCore int64
 	// Labels and Annotations mark every pod's QoS class.
 	Labels, Annotations map[string]string
 	// Priorities are the PriorityClass values of the tiers. They sit below
@@ -85,3 +90,11 @@ func ProfileByName(name string) (Profile, error) {
 
 // PriorityClassName names a tier's PriorityClass.
 func PriorityClassName(t Tier) string { return "weft-" + string(t) }
+
+// VCoreMilli is the CPU of one vcore in millicores.
+func (p Profile) VCoreMilli() int64 {
+	if p.MilliCPUPerVCore > 0 {
+		return p.MilliCPUPerVCore
+	}
+	return 1000
+}

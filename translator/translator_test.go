@@ -43,7 +43,7 @@ func spec(tier Tier) ContainerSpec {
 		App: "application_1700000000000_0001", Attempt: "appattempt_1700000000000_0001_000001",
 		Container: "container_1700000000000_0001_01_000002", User: "alice@EXAMPLE", Queue: "root.etl",
 		Tier: tier, MemoryMB: 1536, VCores: 2, Commands: []string{"{{JAVA_HOME}}/bin/java", "-cp", "a.jar<CPS>b.jar", "Main", "1><LOG_DIR>/stdout"},
-		Env: map[string]string{"CLASSPATH": "$PWD:{{HADOOP_CONF_DIR}}"}, Image: "weft/hadoop:3.4.1", JavaHome: "/usr/lib/jvm/java-17",
+		Env: map[string]string{"CLASSPATH": "$PWD:{{HADOOP_CONF_DIR}}"}, Runtime: Runtime{Image: "weft/hadoop:3.4.1", JavaHome: "/usr/lib/jvm/java-17"},
 		NMPort: 8041, NMHTTPPort: 8042, Namespace: "weft-jobs", SchedulerName: "weft-scheduler",
 	}
 }
@@ -130,7 +130,7 @@ func runScript(t *testing.T, pod *corev1.Pod, extraEnv ...string) *exec.Cmd {
 
 func TestLaunchScript(t *testing.T) {
 	s := spec(TierHigh)
-	s.JavaHome = "/opt/java"
+	s.Runtime.JavaHome = "/opt/java"
 	s.Env = map[string]string{
 		"CLASSPATH":       `$PWD:{{HADOOP_CONF_DIR}}<CPS>$EXTRA`,
 		"HADOOP_CONF_DIR": "/etc/hadoop",

@@ -11,6 +11,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -80,7 +81,16 @@ type ContainerGrant struct {
 	// RMIdentifier is the RM incarnation (its cluster timestamp).
 	RMIdentifier int64
 	Expiry       time.Time
+	// Tier and Queue are the RM's decisions the node needs to build the
+	// pod; they travel signed, as allocation tags.
+	Tier, Queue string
 }
+
+// Allocation tags carrying the RM's decisions.
+const (
+	tagTier  = "weft.io/tier="
+	tagQueue = "weft.io/queue="
+)
 
 // ContainerToken issues the token an AM presents to start a container.
 func (k *Keys) ContainerToken(g ContainerGrant) (*commonpb.TokenProto, error) {
@@ -90,6 +100,7 @@ func (k *Keys) ContainerToken(g ContainerGrant) (*commonpb.TokenProto, error) {
 		ExpiryTimeStamp: proto.Int64(g.Expiry.UnixMilli()), MasterKeyId: proto.Int32(keyID), RmIdentifier: proto.Int64(g.RMIdentifier),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(g.Priority)}, CreationTime: proto.Int64(k.now().UnixMilli()),
 		ContainerType: yarnpb.ContainerTypeProto_TASK.Enum(), AllocationRequestId: proto.Int64(g.AllocationRequestID),
+		AllocationTags: []string{tagTier + g.Tier, tagQueue + g.Queue},
 	})
 	if err != nil {
 		return nil, err
@@ -118,7 +129,16 @@ func (k *Keys) VerifyContainerToken(t *commonpb.TokenProto, nodeID string) (*Con
 	if k.now().After(expiry) {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "This token is expired. current time is %d found %d", k.now().UnixMilli(), id.GetExpiryTimeStamp())
 	}
-	return &ContainerGrant{Container: c, NodeID: id.GetNmHostAddr(), User: id.GetAppSubmitter(),
+	var tier, queue string
+	for _, t := range id.GetAllocationTags() {
+		if v, ok := strings.CutPrefix(t, tagTier); ok {
+			tier = v
+		}
+		if v, ok := strings.CutPrefix(t, tagQueue); ok {
+			queue = v
+		}
+	}
+	return &ContainerGrant{Container: c, NodeID: id.GetNmHostAddr(), User: id.GetAppSubmitter(), Tier: tier, Queue: queue,
 		Resource: records.Resource{MemoryMB: id.GetResource().GetMemory(), VCores: id.GetResource().GetVirtualCores()},
 		Priority: id.GetPriority().GetPriority(), AllocationRequestID: id.GetAllocationRequestId(),
 		RMIdentifier: id.GetRmIdentifier(), Expiry: expiry}, nil

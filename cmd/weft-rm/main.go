@@ -32,15 +32,18 @@ func main() {
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster AMs run on; \"in-cluster\" for the pod's service account; empty: launch nothing")
 	flag.StringVar(&cfg.Launcher.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
-	flag.StringVar(&cfg.Launcher.Image, "container-image", "weft/hadoop-runtime:dev", "image that runs YARN containers (Java and Hadoop's runtime)")
-	flag.StringVar(&cfg.Launcher.JavaHome, "java-home", "/usr/lib/jvm/java-17-openjdk-amd64", "JAVA_HOME inside the container image")
+	cfg.Launcher.Runtime.AddFlags(flag.CommandLine)
 	// Until Weft's scheduler binds pods (its issue), the default scheduler places them.
 	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", "default-scheduler", "scheduler that binds Weft's pods")
+	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
+	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
+	var logLevel slog.Level
+	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
 	flag.Parse()
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	cfg.Logger = logger
 	if queuesFile != "" {
 		b, err := os.ReadFile(queuesFile)
@@ -61,6 +64,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(2)
 	}
+	p.MilliCPUPerVCore = *vcoreMilli
 	cfg.Launcher.Profile = p
 	switch kubeconfig {
 	case "":

@@ -89,6 +89,8 @@ func (a *Allocator) Update(attempt records.AttemptID, asks []*yarnpb.ResourceReq
 		a.asks[attempt] = m
 	}
 	for _, r := range asks {
+		a.opts.Logger.Debug("ask", "attempt", attempt.String(), "resourceName", r.GetResourceName(), "priority", r.GetPriority().GetPriority(),
+			"numContainers", r.GetNumContainers(), "capability", r.GetCapability().String())
 		if r.GetResourceName() != "*" {
 			continue
 		}
@@ -241,7 +243,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		a.mu.Unlock()
 	}
 	if granted > 0 {
-		a.opts.Logger.Debug("granted containers", "count", granted)
+		a.opts.Logger.Info("granted containers", "count", granted)
+	} else {
+		a.opts.Logger.Debug("cycle granted nothing", "pending", len(pending), "applied", len(result.Applied), "rejected", len(result.Rejected))
 	}
 	return granted, nil
 }
@@ -254,7 +258,11 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 		return fmt.Errorf("not running")
 	}
 	appID := attempt.String()
-	if err := w.UpsertApplication(&objects.Application{ID: appID, Queue: app.Queue, User: app.User,
+	q, ok := a.mgr.Queues().Queue(app.Queue)
+	if !ok {
+		return fmt.Errorf("queue %q is gone", app.Queue)
+	}
+	if err := w.UpsertApplication(&objects.Application{ID: appID, Queue: q.Path, User: app.User,
 		Priority: app.Priority, Submitted: time.UnixMilli(app.SubmitTime)}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -36,8 +37,8 @@ type Options struct {
 	Namespace string
 	// Profile spells reclaimed resources for the cluster's colocation system.
 	Profile translator.Profile
-	// Image runs AM commands; JavaHome is its Java.
-	Image, JavaHome string
+	// Runtime is what AM pods run with besides their launch context.
+	Runtime translator.Runtime
 	// SchedulerName is the scheduler that binds Weft's pods.
 	SchedulerName string
 	// SchedulerAddr is the AM protocol's address, the AMRMToken's service.
@@ -118,21 +119,21 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 	for _, kv := range clc.GetEnvironment() {
 		env[kv.GetKey()] = kv.GetValue()
 	}
+	secret, local, err := translator.LaunchSecret(secretName(container), l.opts.Namespace, map[string]string{
+		translator.LabelApp: app.ID.String(), translator.LabelContainer: container.String(), translator.LabelManagedBy: "weft"}, tokenFile, clc)
+	if err != nil {
+		return fmt.Errorf("launch secret of %s: %w", container, err)
+	}
 	spec := translator.ContainerSpec{
 		App: app.ID.String(), Attempt: attempt.String(), Container: container.String(), User: app.User, Queue: app.Queue,
 		Tier: translator.TierHigh, MemoryMB: app.AMResource.MemoryMB, VCores: app.AMResource.VCores,
-		Commands: clc.GetCommand(), Env: env, Image: l.opts.Image, JavaHome: l.opts.JavaHome,
+		Commands: clc.GetCommand(), Env: env, Runtime: l.opts.Runtime,
 		NMPort: l.opts.NMPort, NMHTTPPort: l.opts.NMHTTPPort, AppSubmitTime: app.SubmitTime, MaxAppAttempts: app.MaxAttempts,
-		CredentialsSecret: secretName(container), Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,
+		CredentialsSecret: secret.Name, LocalResources: local, Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,
 	}
 	pod, err := l.opts.Profile.Pod(spec)
 	if err != nil {
 		return err
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: spec.CredentialsSecret, Namespace: l.opts.Namespace, Labels: map[string]string{
-			translator.LabelApp: spec.App, translator.LabelContainer: spec.Container, translator.LabelManagedBy: "weft"}},
-		Data: map[string][]byte{translator.TokenFileKey: tokenFile},
 	}
 	if _, err := l.pods.CoreV1().Secrets(l.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create credentials of %s: %w", container, err)
@@ -157,6 +158,7 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			firstErr = err
 		}
 	}
+	seen := map[records.ContainerID]bool{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		appID, err := records.ParseApplicationID(pod.Labels[translator.LabelApp])
@@ -169,13 +171,16 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			keep(l.delete(ctx, pod))
 			continue
 		}
-		if pod.Labels[translator.LabelTier] != string(translator.TierHigh) || pod.Labels[translator.LabelContainer] == "" {
-			continue
-		}
-		attempt, err := records.ParseAttemptID(pod.Labels[translator.LabelAttempt])
+		cid, err := records.ParseContainerID(pod.Labels[translator.LabelContainer])
 		if err != nil {
 			continue
 		}
+		seen[cid] = true
+		if cid.ID != 1 {
+			keep(l.syncContainer(ctx, snap, app, cid, pod))
+			continue
+		}
+		attempt := cid.Attempt
 		if code, diag, ended := exited(pod); ended {
 			// An AM that exits without unregistering has failed, even with
 			// exit code 0.
@@ -184,7 +189,53 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			keep(l.delete(ctx, pod))
 		}
 	}
+	// A running container whose pod is gone was lost with it (evicted,
+	// deleted, its node gone).
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		for _, c := range snap.ContainersOfApp(app.ID) {
+			if c.ID.ID != 1 && c.State == records.ContainerRunning && !seen[c.ID] {
+				_, err := l.mgr.CompleteContainer(ctx, c.ID, records.ExitAborted, "Container's pod was deleted")
+				keep(err)
+			}
+		}
+	}
 	return firstErr
+}
+
+// completedPodRetention is how long the pod of a completed container is
+// kept for its logs and status, as a NodeManager keeps a stopped
+// container's (yarn.nodemanager.duration-to-track-stopped-containers).
+const completedPodRetention = 2 * time.Minute
+
+// syncContainer reads a task container's pod into its record, and removes
+// pods whose container the RM has ended (released by the AM, or of an
+// attempt that is over).
+func (l *Launcher) syncContainer(ctx context.Context, snap *state.Snapshot, app *records.Application, id records.ContainerID, pod *corev1.Pod) error {
+	c := snap.Container(id)
+	if c == nil {
+		return l.delete(ctx, pod) // no grant stands behind it
+	}
+	code, diag, st := translator.PodOutcome(pod)
+	if c.State != records.ContainerComplete && id.Attempt.ID != app.CurrentAttempt && !app.KeepContainers {
+		if _, err := l.mgr.CompleteContainer(ctx, id, records.ExitAborted, "Container of a completed attempt"); err != nil {
+			return err
+		}
+		return l.delete(ctx, pod)
+	}
+	switch {
+	case c.State == records.ContainerComplete && st != records.ContainerComplete:
+		return l.delete(ctx, pod)
+	case c.State == records.ContainerComplete:
+		if time.Since(time.UnixMilli(c.FinishTime)) > completedPodRetention {
+			return l.delete(ctx, pod)
+		}
+	case st == records.ContainerComplete:
+		_, err := l.mgr.CompleteContainer(ctx, id, code, diag)
+		return err
+	case st == records.ContainerRunning && c.State == records.ContainerNew:
+		return l.mgr.ContainerRunning(ctx, id)
+	}
+	return nil
 }
 
 // exited reports whether a pod's container ended, with its exit code and
@@ -218,7 +269,5 @@ func (l *Launcher) delete(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// secretName names a container's credentials Secret.
-func secretName(c records.ContainerID) string {
-	return translator.PodName(c.String()) + "-credentials"
-}
+// secretName names a container's launch Secret.
+func secretName(c records.ContainerID) string { return translator.SecretName(c.String()) }

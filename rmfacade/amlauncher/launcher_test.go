@@ -33,8 +33,8 @@ func TestLaunchAM(t *testing.T) {
 	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	tokens := amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
 	client := fake.NewSimpleClientset()
-	l := New(mgr, client, tokens, Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Image: "weft/hadoop:3.4.1",
-		JavaHome: "/opt/java", SchedulerName: "weft-scheduler", SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
+	l := New(mgr, client, tokens, Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1",
+		JavaHome: "/opt/java"}, SchedulerName: "weft-scheduler", SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
 	ctx := context.Background()
 
 	// The client's own tokens, as YarnClient puts them in the launch context.

@@ -112,6 +112,12 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 		MaximumCapability:      &yarnpb.ResourceProto{Memory: proto.Int64(max.MemoryMB), VirtualCores: proto.Int32(max.VCores)},
 		Queue:                  proto.String(app.Queue),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
+		// AMRMClient re-initializes its resource types from these; an empty
+		// list would leave it none, not even memory.
+		ResourceTypes: []*yarnpb.ResourceTypeInfoProto{
+			{Name: proto.String("memory-mb"), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+			{Name: proto.String("vcores"), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
+		},
 	}, nil
 }
 
@@ -211,7 +217,7 @@ func (s *Service) grant(ctx context.Context, id records.AttemptID, resp *yarnpb.
 		}
 		token, err := s.opts.Keys.ContainerToken(nmtokens.ContainerGrant{Container: c.ID, NodeID: c.Node, User: app.User,
 			Resource: c.Resource, Priority: c.Priority, AllocationRequestID: c.AllocationRequestID,
-			RMIdentifier: s.mgr.ClusterTimestamp(), Expiry: time.Now().Add(s.opts.ContainerTokenExpiry)})
+			RMIdentifier: s.mgr.ClusterTimestamp(), Expiry: time.Now().Add(s.opts.ContainerTokenExpiry), Tier: c.Tier, Queue: app.Queue})
 		if err != nil {
 			return err
 		}

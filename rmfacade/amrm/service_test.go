@@ -11,8 +11,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -24,9 +26,15 @@ type fixture struct {
 	mgr    *rm.Manager
 	tokens *Tokens
 	addr   string
+	alloc  *allocator.Allocator
+	keys   *nmtokens.Keys
 }
 
-func start(t *testing.T) *fixture {
+func start(t *testing.T) *fixture { return startWith(t, false) }
+
+// startWith starts the service, with an allocator and the NM keys when
+// granting is on.
+func startWith(t *testing.T, granting bool) *fixture {
 	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
@@ -36,7 +44,11 @@ func start(t *testing.T) *fixture {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
-	srv, err := ipc.NewServer(ipc.Options{Tokens: tokens, Logger: quiet}, New(mgr, Options{}).Service())
+	var opts Options
+	if granting {
+		opts = Options{Allocator: allocator.New(mgr, allocator.Options{Logger: quiet}), Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}
+	}
+	srv, err := ipc.NewServer(ipc.Options{Tokens: tokens, Logger: quiet}, New(mgr, opts).Service())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +63,7 @@ func start(t *testing.T) *fixture {
 		srv.Shutdown(ctx)
 		st.Close()
 	})
-	return &fixture{mgr: mgr, tokens: tokens, addr: ln.Addr().String()}
+	return &fixture{mgr: mgr, tokens: tokens, addr: ln.Addr().String(), alloc: opts.Allocator, keys: opts.Keys}
 }
 
 // submit admits an unmanaged application and returns its first attempt.
@@ -179,5 +191,87 @@ func TestTokensAreRequired(t *testing.T) {
 	// A token for an attempt that never existed.
 	if _, err := f.dial(t, records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1, ID: 9}, ID: 1}); class(err) != ipc.ClassInvalidToken {
 		t.Fatalf("unknown attempt's token: %v", err)
+	}
+}
+
+// TestGrantsContainers: asks become containers on a node with room, with
+// container tokens the node accepts and one NMToken per node; a release
+// comes back as a completed status; asks beyond the room stay pending.
+func TestGrantsContainers(t *testing.T) {
+	f := startWith(t, true)
+	ctx := context.Background()
+	if err := f.mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 4096, VCores: 4}, Occupied: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := f.submit(t)
+	c, err := f.dial(t, attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
+		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(n int32, mb int64) *yarnpb.ResourceRequestProto {
+		return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(n)}
+	}
+	resp := &yarnpb.AllocateResponseProto{}
+	// 4 asks of 700 MB round up to 1024: 3 fit beside the 1024 occupied.
+	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask(4, 700)}}, resp); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.alloc.Cycle(ctx); err != nil || n != 3 {
+		t.Fatalf("cycle granted %d, %v; want 3", n, err)
+	}
+	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)}, resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetAllocatedContainers()) != 3 || len(resp.GetNmTokens()) != 1 {
+		t.Fatalf("got %d containers and %d NMTokens, want 3 and 1", len(resp.GetAllocatedContainers()), len(resp.GetNmTokens()))
+	}
+	tiers := map[string]int{}
+	for _, ct := range resp.GetAllocatedContainers() {
+		if ct.GetResource().GetMemory() != 1024 || ct.GetNodeId().GetHost() != "node-a" {
+			t.Errorf("container %v", ct)
+		}
+		g, err := f.keys.VerifyContainerToken(ct.GetContainerToken(), "node-a:8041")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Container != nmtokens.ContainerIDOf(ct.GetId()) || g.User != "alice" {
+			t.Errorf("token grants %+v", g)
+		}
+		if _, err := f.keys.VerifyContainerToken(ct.GetContainerToken(), "node-b:8041"); class(err) != ipc.ClassInvalidToken {
+			t.Errorf("token accepted on another node: %v", err)
+		}
+		tiers[g.Tier]++
+	}
+	if tiers["medium"] != 1 || tiers["low"] != 2 {
+		t.Errorf("tiers %v, want one medium (the job's minimum) and two low", tiers)
+	}
+	if f.alloc.Pending(attempt) != 1 {
+		t.Errorf("pending %d, want 1", f.alloc.Pending(attempt))
+	}
+	// Released: completed with ABORTED on the next allocate, once.
+	released := resp.GetAllocatedContainers()[0].GetId()
+	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(2), Release: []*yarnpb.ContainerIdProto{released}}, resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetCompletedContainerStatuses()) != 1 || resp.GetCompletedContainerStatuses()[0].GetExitStatus() != records.ExitAborted {
+		t.Fatalf("completed %v", resp.GetCompletedContainerStatuses())
+	}
+	if len(resp.GetAllocatedContainers()) != 0 {
+		t.Errorf("containers granted twice: %v", resp.GetAllocatedContainers())
+	}
+	// The released container's room goes to the pending ask.
+	if n, err := f.alloc.Cycle(ctx); err != nil || n != 1 {
+		t.Fatalf("cycle granted %d, %v; want 1", n, err)
+	}
+	// Over the maximum allocation: InvalidResourceRequestException.
+	err = call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(3), Ask: []*yarnpb.ResourceRequestProto{ask(1, 1<<20)}}, resp)
+	if class(err) != yarnerr.ClassInvalidResourceRequest {
+		t.Errorf("oversized ask: %v", err)
 	}
 }

@@ -62,6 +62,8 @@ func New(mgr *rm.Manager, opts Options) *Service {
 func (s *Service) Service() *ipc.Service {
 	return &ipc.Service{Protocol: Protocol, Methods: map[string]ipc.Method{
 		"getNewApplication":           ipc.Unary(wrap(s.getNewApplication)),
+		"getResourceProfiles":         ipc.Unary(wrap(s.getResourceProfiles)),
+		"getResourceProfile":          ipc.Unary(wrap(s.getResourceProfile)),
 		"submitApplication":           ipc.Unary(wrap(s.submitApplication)),
 		"getApplicationReport":        ipc.Unary(wrap(s.getApplicationReport)),
 		"getApplications":             ipc.Unary(wrap(s.getApplications)),
@@ -384,4 +386,17 @@ func (s *Service) getResourceTypeInfo(ctx context.Context, _ *yarnpb.GetAllResou
 		{Name: proto.String("memory-mb"), Units: proto.String("Mi"), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
 		{Name: proto.String("vcores"), Units: proto.String(""), Type: yarnpb.ResourceTypesProto_COUNTABLE.Enum()},
 	}}, nil
+}
+
+// Resource profiles are off, as they are by default in YARN
+// (yarn.resourcemanager.resource-profiles.enabled): clients such as
+// DistributedShell ask, catch YARNFeatureNotEnabledException, and go on.
+const profilesDisabled = "Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)"
+
+func (s *Service) getResourceProfiles(ctx context.Context, _ *yarnpb.GetAllResourceProfilesRequestProto) (*yarnpb.GetAllResourceProfilesResponseProto, error) {
+	return nil, ipc.Errorf(yarnerr.ClassYARNFeatureNotEnabled, profilesDisabled)
+}
+
+func (s *Service) getResourceProfile(ctx context.Context, _ *yarnpb.GetResourceProfileRequestProto) (*yarnpb.GetResourceProfileResponseProto, error) {
+	return nil, ipc.Errorf(yarnerr.ClassYARNFeatureNotEnabled, profilesDisabled)
 }

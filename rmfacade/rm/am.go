@@ -150,7 +150,7 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 		return w.PutApplication(&a)
 	})
 	if err == nil {
-		m.opts.Logger.Info("AM container exited", "attempt", id.String(), "exitCode", exitCode, "retried", retried)
+		m.opts.Logger.Info("AM container exited", "attempt", id.String(), "exitCode", exitCode, "retried", retried, "diagnostics", diagnostics)
 	}
 	return err
 }

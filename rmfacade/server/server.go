@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"time"
@@ -18,11 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
 	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -61,6 +65,10 @@ type Config struct {
 	// QueueRefreshEvery is how often a tree read from the cluster's Queues
 	// is read again (default 5s).
 	QueueRefreshEvery time.Duration
+	// NMKeyFile holds the master key of container tokens and NMTokens,
+	// shared with the node plugins (a mounted Secret on a cluster); created
+	// when missing. Default: a key kept in DataDir.
+	NMKeyFile string
 	// TokenKey is the master key of RM delegation tokens (default: a key
 	// created once and kept in DataDir, so tokens survive restarts).
 	TokenKey []byte
@@ -98,6 +106,8 @@ type Server struct {
 	Manager *rm.Manager
 
 	launcher           *amlauncher.Launcher
+	nodes              *nodesync.Syncer
+	allocator          *allocator.Allocator
 	queuesFromCluster  bool
 	queues             []quota.QueueConfig
 	queueStatus        map[string]string // last status written per Queue
@@ -169,6 +179,11 @@ func (s *Server) init() error {
 		return err
 	}
 	amTokens := amrm.NewTokens(s.Manager, amKey)
+	nmKey, err := state.LoadOrCreateKey(filepath.Split(s.nmKeyFile()))
+	if err != nil {
+		return fmt.Errorf("NM master key: %w", err)
+	}
+	amOpts := amrm.Options{Keys: nmtokens.New(nmKey)}
 	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
 	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
 	if err != nil {
@@ -187,9 +202,12 @@ func (s *Server) init() error {
 			opts.Logger = s.cfg.Logger
 		}
 		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
+		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
+		s.allocator = allocator.New(s.Manager, allocator.Options{Logger: s.cfg.Logger})
+		amOpts.Allocator = s.allocator
 	}
 	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
-	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager, amrm.Options{}).Service())
+	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager, amOpts).Service())
 	if err != nil {
 		return err
 	}
@@ -198,6 +216,13 @@ func (s *Server) init() error {
 		return s.registerLocalNode()
 	}
 	return nil
+}
+
+func (s *Server) nmKeyFile() string {
+	if s.cfg.NMKeyFile != "" {
+		return s.cfg.NMKeyFile
+	}
+	return filepath.Join(s.cfg.DataDir, "nm-master.key")
 }
 
 // ClientAddr, SchedulerAddr and WebAddr are the bound addresses.
@@ -215,6 +240,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {
 		go s.reconcile(ctx)
+		go s.allocator.Run(ctx)
 	}
 	if s.queuesFromCluster {
 		go s.refreshQueues(ctx)
@@ -242,6 +268,9 @@ func (s *Server) reconcile(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ReconcileEvery)
 	defer t.Stop()
 	for {
+		if err := s.nodes.Sync(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("node sync", "err", err)
+		}
 		if err := s.launcher.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("AM launcher", "err", err)
 		}

@@ -23,6 +23,7 @@ const (
 // Java exception classes YARN clients know.
 const (
 	ClassYarnException                   = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassYARNFeatureNotEnabled           = "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException"
 	ClassApplicationNotFound             = "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
 	ClassApplicationAttemptNotFound      = "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
 	ClassContainerNotFound               = "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException"

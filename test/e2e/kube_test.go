@@ -135,7 +135,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 		launcher := amlauncher.New(mgr, cluster.Client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")), amlauncher.Options{
-			Namespace: "weft-jobs", Profile: translator.Plain, Image: "weft/hadoop:3.4.1", JavaHome: "/opt/java",
+			Namespace: "weft-jobs", Profile: translator.Plain, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1", JavaHome: "/opt/java"},
 			SchedulerName: "weft-scheduler", SchedulerAddr: "weft-rm.weft-system:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
 
 		raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{

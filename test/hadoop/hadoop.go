@@ -245,3 +245,64 @@ func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) erro
 	}
 	return nil
 }
+
+// Jar returns the path of the classpath's jar whose file name starts with
+// prefix (e.g. "hadoop-yarn-applications-distributedshell-").
+func (d *Dist) Jar(prefix string) (string, error) {
+	for _, p := range filepath.SplitList(d.Classpath) {
+		if strings.HasPrefix(filepath.Base(p), prefix) && strings.HasSuffix(p, ".jar") {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("hadoop %s: no %s*.jar on the classpath", d.Version, prefix)
+}
+
+// Home lays the classpath out as a Hadoop installation, the directory
+// HADOOP_*_HOME name inside containers: every jar in
+// share/hadoop/common/lib (hard links, or copies across filesystems), and
+// the other share/hadoop directories yarn.application.classpath lists,
+// empty. Built once per Dist.
+func (d *Dist) Home() (string, error) {
+	var first string
+	for _, p := range filepath.SplitList(d.Classpath) {
+		if strings.HasSuffix(p, ".jar") {
+			first = p
+			break
+		}
+	}
+	if first == "" {
+		return "", fmt.Errorf("hadoop %s: empty classpath", d.Version)
+	}
+	h := sha256.Sum256([]byte(d.Classpath))
+	home := filepath.Join(cacheRoot(), "hadoop", "home-"+d.Version+"-"+hex.EncodeToString(h[:6]))
+	done := filepath.Join(home, ".complete")
+	if _, err := os.Stat(done); err == nil {
+		return home, nil
+	}
+	lib := filepath.Join(home, "share", "hadoop", "common", "lib")
+	for _, dir := range []string{lib, filepath.Join(home, "share/hadoop/hdfs/lib"), filepath.Join(home, "share/hadoop/yarn/lib"),
+		filepath.Join(home, "share/hadoop/mapreduce/lib")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+	}
+	for _, p := range filepath.SplitList(d.Classpath) {
+		if !strings.HasSuffix(p, ".jar") {
+			continue
+		}
+		dst := filepath.Join(lib, filepath.Base(p))
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		if err := os.Link(p, dst); err != nil {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	return home, os.WriteFile(done, nil, 0o644)
+}

@@ -1,0 +1,116 @@
+// Package plugin wires the node plugin: the NodeManager protocol server
+// for this node, over the cluster's API server.
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
+	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// Config configures the plugin.
+type Config struct {
+	// Address serves ContainerManagementProtocol; its port is the NodeId's.
+	Address string
+	// NMKeyFile holds the master key shared with the RM.
+	NMKeyFile   string
+	Kubernetes  *rest.Config
+	NodeManager nodemanager.Options
+	Logger      *slog.Logger
+}
+
+// Plugin is a bound, not yet serving, node plugin.
+type Plugin struct {
+	cfg Config
+	ln  net.Listener
+	srv *ipc.Server
+	nm  *nodemanager.Service
+}
+
+// New binds the listener.
+func New(cfg Config) (*Plugin, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeManager.NodeName == "" {
+		return nil, errors.New("plugin: no node name")
+	}
+	key, err := readKey(cfg.NMKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: kubernetes client: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.Address, err)
+	}
+	opts := cfg.NodeManager
+	opts.Keys = nmtokens.New(key)
+	opts.Port = int32(ln.Addr().(*net.TCPAddr).Port)
+	if opts.Logger == nil {
+		opts.Logger = cfg.Logger
+	}
+	nm := nodemanager.New(client, opts)
+	srv, err := ipc.NewServer(ipc.Options{Name: "nodemanager", Tokens: nm.Authenticator(), Logger: cfg.Logger}, nm.Service())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm}, nil
+}
+
+// readKey waits briefly for the RM to create the shared key, so the two
+// can start in any order.
+func readKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("plugin: no NM key file")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+			return b, nil
+		}
+		if time.Now().After(deadline) {
+			return state.LoadOrCreateKey(filepath.Split(path))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// NodeID is the YARN NodeId the plugin serves.
+func (p *Plugin) NodeID() string { return p.nm.NodeID() }
+
+// Serve serves until ctx ends.
+func (p *Plugin) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- p.srv.Serve(p.ln) }()
+	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String())
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.srv.Shutdown(shutdownCtx)
+	if errors.Is(err, ipc.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,112 @@
+package translator
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Runtime is what every container pod runs with besides its launch
+// context — the part of a NodeManager's setup that is the node's, not the
+// application's: the image with Java and Hadoop, Hadoop's configuration,
+// the network, and the localizer that fetches the container's resources.
+type Runtime struct {
+	// Image runs the container's commands.
+	Image string
+	// JavaHome is JAVA_HOME inside Image.
+	JavaHome string
+	// HadoopHome, when set, is the Hadoop installation inside the pod:
+	// HADOOP_HOME and HADOOP_{COMMON,HDFS,YARN,MAPRED}_HOME, which
+	// yarn.application.classpath refers to.
+	HadoopHome string
+	// HadoopConf names a ConfigMap (core-site.xml, yarn-site.xml, ...) in
+	// the pods' namespace, mounted at ConfDir as HADOOP_CONF_DIR: what a
+	// NodeManager's containers find in their class path.
+	HadoopConf string
+	// HostNetwork runs containers in the node's network namespace, as YARN
+	// containers run: the addresses AMs and shuffle servers advertise are
+	// the node's, and NodeIds are node names.
+	HostNetwork bool
+	// HostPaths are node directories shown read-only at the same path in
+	// every container (a node-provided runtime: /usr with Java, a Hadoop
+	// installation), as a NodeManager's containers see its filesystem.
+	HostPaths []string
+	// LocalizerImage runs `weft-localizer` before the container starts, to
+	// fetch its LocalResources into the working directory.
+	LocalizerImage string
+	// CacheDir is the node directory where localized resources are cached
+	// across containers (default /var/lib/weft/filecache).
+	CacheDir string
+}
+
+// ConfDir is where HadoopConf is mounted.
+const ConfDir = "/weft/conf"
+
+// AddFlags registers the runtime's settings on fs, for the binaries that
+// make container pods.
+func (r *Runtime) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&r.Image, "container-image", "weft.local/node-runtime:1", "image that runs YARN containers (Java and Hadoop's runtime)")
+	fs.StringVar(&r.JavaHome, "java-home", "/usr/lib/jvm/java-17-openjdk-amd64", "JAVA_HOME inside the container image")
+	fs.StringVar(&r.HadoopHome, "hadoop-home", "", "Hadoop installation inside containers (HADOOP_*_HOME)")
+	fs.StringVar(&r.HadoopConf, "hadoop-conf-configmap", "", "ConfigMap with Hadoop's configuration, mounted as HADOOP_CONF_DIR")
+	fs.BoolVar(&r.HostNetwork, "host-network", true, "run containers in the node's network, as YARN does")
+	fs.Func("host-path", "node directory shown read-only to containers (repeatable)", func(s string) error {
+		r.HostPaths = append(r.HostPaths, strings.TrimSpace(s))
+		return nil
+	})
+	fs.StringVar(&r.LocalizerImage, "localizer-image", "weft.local/weft:dev", "image with weft-localizer")
+	fs.StringVar(&r.CacheDir, "localizer-cache-dir", "/var/lib/weft/filecache", "node directory caching localized resources")
+}
+
+// hadoopHomes are the variables a NodeManager passes from its own
+// environment (yarn.nodemanager.env-whitelist) that name Hadoop's homes.
+var hadoopHomes = []string{"HADOOP_HOME", "HADOOP_COMMON_HOME", "HADOOP_HDFS_HOME", "HADOOP_YARN_HOME", "HADOOP_MAPRED_HOME"}
+
+// apply adds the runtime to a container pod.
+func (r Runtime) apply(pod *corev1.Pod, c ContainerSpec) {
+	ctr := &pod.Spec.Containers[0]
+	if r.HadoopHome != "" {
+		for _, k := range hadoopHomes {
+			ctr.Env = append(ctr.Env, corev1.EnvVar{Name: k, Value: r.HadoopHome})
+		}
+	}
+	if r.HadoopConf != "" {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "HADOOP_CONF_DIR", Value: ConfDir})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "hadoop-conf", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.HadoopConf}}}})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "hadoop-conf", MountPath: ConfDir, ReadOnly: true})
+	}
+	if r.HostNetwork {
+		pod.Spec.HostNetwork = true
+		pod.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	for i, p := range r.HostPaths {
+		name := fmt.Sprintf("host-%d", i)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: p}}})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: p, ReadOnly: true})
+	}
+	if c.LocalResources && c.CredentialsSecret != "" {
+		cache := r.CacheDir
+		if cache == "" {
+			cache = "/var/lib/weft/filecache"
+		}
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "filecache", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: cache, Type: &dirOrCreate}}})
+		// Localized resources are links into the cache, as in a NodeManager.
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "filecache", MountPath: CacheMount, ReadOnly: true})
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+			Name: "localize", Image: r.LocalizerImage, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Command: []string{"weft-localizer", "--resources", CredentialsDir + "/" + LocalResourcesKey, "--tokens", TokenFile,
+				"--work-dir", WorkDir, "--cache-dir", CacheMount, "--user", c.User},
+			// The localizer's memory is the container's: a NodeManager
+			// localizes within the container's budget too.
+			Resources: ctr.Resources,
+			VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}, {Name: "filecache", MountPath: CacheMount},
+				{Name: "credentials", MountPath: CredentialsDir, ReadOnly: true}},
+		})
+	}
+}
