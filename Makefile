@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run deploy deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run deploy images deps clean
 
 all: build
 
@@ -70,14 +70,27 @@ run: build
 	echo "      logs:  .weft/weft-rm.log     (Ctrl-C stops weft-rm; state stays in .weft/data)"; \
 	wait $$pid
 
-# Applies Weft's CRDs, manifests and a profile's PriorityClasses to the
-# current kubeconfig ($$KUBECONFIG or ~/.kube/config; the local cluster:
-# KUBECONFIG=$$(test/kube/up.sh) make deploy). PROFILE: plain, katalyst,
-# koordinator. Kubernetes forbids changing a PriorityClass's value: to switch
-# a cluster's profile, delete the weft-high/medium/low PriorityClasses first.
+# Applies Weft's CRDs, manifests (kustomize OVERLAY: base, or
+# overlays/local for test/kube's loopback cluster) and a profile's
+# PriorityClasses to the current kubeconfig ($$KUBECONFIG or ~/.kube/config;
+# the local cluster: KUBECONFIG=$$(test/kube/up.sh) make images deploy
+# OVERLAY=overlays/local). PROFILE: plain, katalyst, koordinator. Kubernetes
+# forbids changing a PriorityClass's value: to switch a cluster's profile,
+# delete the weft-high/medium/low PriorityClasses first.
 PROFILE ?= plain
+OVERLAY ?= base
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(HOME)/.cache/weft/bin/kubectl)
 deploy:
-	$(GO) run ./test/kube/cmd/kube-apply deploy/crds/*.yaml deploy/base/*.yaml deploy/profiles/$(PROFILE)/*.yaml
+	@mkdir -p .weft
+	$(KUBECTL) kustomize deploy/$(OVERLAY) > .weft/weft.yaml
+	$(GO) run ./test/kube/cmd/kube-apply deploy/crds/*.yaml .weft/weft.yaml deploy/profiles/$(PROFILE)/*.yaml
+
+# Builds Weft's image (weft.local/weft:dev) into the local cluster's
+# containerd. The archive it leaves in $(WEFT_KUBE_STATE)/images loads
+# into kind with `kind load image-archive`.
+WEFT_KUBE_STATE ?= $(HOME)/.cache/weft/kube
+images:
+	$(GO) run ./test/kube/cmd/kube-images -address $(WEFT_KUBE_STATE)/containerd/containerd.sock -dir $(WEFT_KUBE_STATE)/images -weft
 
 clean:
 	rm -rf $(BIN)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +26,9 @@ import (
 type Config struct {
 	// Address serves ContainerManagementProtocol; its port is the NodeId's.
 	Address string
-	// NMKeyFile holds the master key shared with the RM.
+	// NMKeySecret ("namespace/name") or NMKeyFile holds the master key
+	// shared with the RM.
+	NMKeySecret string
 	NMKeyFile   string
 	Kubernetes  *rest.Config
 	NodeManager nodemanager.Options
@@ -48,13 +51,20 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.NodeManager.NodeName == "" {
 		return nil, errors.New("plugin: no node name")
 	}
-	key, err := readKey(cfg.NMKeyFile)
-	if err != nil {
-		return nil, err
-	}
 	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
 	if err != nil {
 		return nil, fmt.Errorf("plugin: kubernetes client: %w", err)
+	}
+	var key []byte
+	if ns, name, ok := strings.Cut(cfg.NMKeySecret, "/"); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		key, err = nmtokens.KeyFromSecret(ctx, client, ns, name, false)
+		cancel()
+	} else {
+		key, err = readKey(cfg.NMKeyFile)
+	}
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Address)
 	if err != nil {

@@ -29,7 +29,8 @@ func main() {
 	}
 	flag.StringVar(&cfg.Address, "address", "127.0.0.1:8041", "ContainerManagementProtocol address (yarn.nodemanager.address)")
 	flag.StringVar(&cfg.NodeManager.NodeName, "node-name", strings.ToLower(host), "this node's name (default $NODE_NAME or the hostname)")
-	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key shared with weft-rm")
+	flag.StringVar(&cfg.NMKeySecret, "nm-key-secret", "", "namespace/name of the Secret with the master key shared with weft-rm")
+	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "file with the master key shared with weft-rm (instead of --nm-key-secret)")
 	flag.StringVar(&kubeconfig, "kubeconfig", "in-cluster", "kubeconfig; \"in-cluster\" for the pod's service account")
 	flag.StringVar(&cfg.NodeManager.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")

@@ -35,6 +35,7 @@ func main() {
 	cfg.Launcher.Runtime.AddFlags(flag.CommandLine)
 	// Until Weft's scheduler binds pods (its issue), the default scheduler places them.
 	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", "default-scheduler", "scheduler that binds Weft's pods")
+	flag.StringVar(&cfg.NMKeySecret, "nm-key-secret", "", "namespace/name of the Secret with the NM master key (created when missing; with --kubeconfig)")
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -65,6 +66,10 @@ type Config struct {
 	// QueueRefreshEvery is how often a tree read from the cluster's Queues
 	// is read again (default 5s).
 	QueueRefreshEvery time.Duration
+	// NMKeySecret ("namespace/name"), with Kubernetes, holds the master key
+	// of container tokens and NMTokens in a Secret the RM creates when
+	// missing and node plugins read. It wins over NMKeyFile.
+	NMKeySecret string
 	// NMKeyFile holds the master key of container tokens and NMTokens,
 	// shared with the node plugins (a mounted Secret on a cluster); created
 	// when missing. Default: a key kept in DataDir.
@@ -179,7 +184,7 @@ func (s *Server) init() error {
 		return err
 	}
 	amTokens := amrm.NewTokens(s.Manager, amKey)
-	nmKey, err := state.LoadOrCreateKey(filepath.Split(s.nmKeyFile()))
+	nmKey, err := s.nmKey()
 	if err != nil {
 		return fmt.Errorf("NM master key: %w", err)
 	}
@@ -218,11 +223,25 @@ func (s *Server) init() error {
 	return nil
 }
 
-func (s *Server) nmKeyFile() string {
-	if s.cfg.NMKeyFile != "" {
-		return s.cfg.NMKeyFile
+func (s *Server) nmKey() ([]byte, error) {
+	if s.cfg.NMKeySecret != "" && s.cfg.Kubernetes != nil {
+		ns, name, ok := strings.Cut(s.cfg.NMKeySecret, "/")
+		if !ok {
+			return nil, fmt.Errorf("NM key secret %q is not namespace/name", s.cfg.NMKeySecret)
+		}
+		client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return nmtokens.KeyFromSecret(ctx, client, ns, name, true)
 	}
-	return filepath.Join(s.cfg.DataDir, "nm-master.key")
+	path := s.cfg.NMKeyFile
+	if path == "" {
+		path = filepath.Join(s.cfg.DataDir, "nm-master.key")
+	}
+	return state.LoadOrCreateKey(filepath.Split(path))
 }
 
 // ClientAddr, SchedulerAddr and WebAddr are the bound addresses.

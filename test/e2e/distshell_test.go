@@ -3,13 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -41,14 +40,8 @@ type yarnOnKube struct {
 
 func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string) *yarnOnKube {
 	GinkgoHelper()
-	root, err := repoRoot()
-	Expect(err).NotTo(HaveOccurred())
 	// Weft's image (the localizer runs from it), rebuilt when changed.
-	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
-		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
-	imgs.Dir = root
-	out, err := imgs.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	Expect(buildWeftImage(ctx)).To(Succeed())
 
 	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
 	Expect(err).NotTo(HaveOccurred())
@@ -114,7 +107,23 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string)
 	return y
 }
 
-// podsOf records every pod of an application seen while it runs (they are
+// buildWeftImage builds Weft's image and imports it into the local
+// node's containerd when it changed.
+func buildWeftImage(ctx context.Context) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
+	imgs.Dir = root
+	if out, err := imgs.CombinedOutput(); err != nil {
+		return fmt.Errorf("kube-images: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// watchPods records every pod of an application seen while it runs (they are
 // removed when it finishes).
 func (y *yarnOnKube) watchPods(ctx context.Context, app func() string) (stop func() map[string]corev1.Pod) {
 	seen := map[string]corev1.Pod{}
@@ -151,11 +160,52 @@ func (y *yarnOnKube) watchPods(ctx context.Context, app func() string) (stop fun
 	}
 }
 
-var _ = Describe("DistributedShell on Weft", Ordered, func() {
-	var cluster *kube.Cluster
+// appByName finds an application's id by name through the REST API.
+func (y *yarnOnKube) appByName(name string) string {
+	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Apps struct {
+			App []struct{ ID, Name string }
+		}
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return ""
+	}
+	for _, a := range body.Apps.App {
+		if a.Name == name {
+			return a.ID
+		}
+	}
+	return ""
+}
+
+// distShell runs DistributedShell's client, named name, and returns its
+// exit error and output.
+func (y *yarnOnKube) distShell(ctx context.Context, name string, args ...string) (error, string) {
+	jar, err := y.dist.Jar("hadoop-yarn-applications-distributedshell-")
+	Expect(err).NotTo(HaveOccurred())
+	cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.yarn.applications.distributedshell.Client",
+		append([]string{"-jar", jar, "-appname", name, "-master_memory", "512", "-container_memory", "256", "-timeout", "240000"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	return err, out.String()
+}
+
+func (y *yarnOnKube) appPods(ctx context.Context, app string) []corev1.Pod {
+	list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app})
+	Expect(err).NotTo(HaveOccurred())
+	return list.Items
+}
+
+var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func() {
+	var y *yarnOnKube
 	BeforeAll(func(ctx SpecContext) {
-		var err error
-		cluster, err = kube.Up(ctx)
+		cluster, err := kube.Up(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(kube.Down)
 		root, err := repoRoot()
@@ -163,42 +213,17 @@ var _ = Describe("DistributedShell on Weft", Ordered, func() {
 		_, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "base", "namespaces.yaml"),
 			filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		y = startYarnOnKube(ctx, cluster, "3.4.1")
 	}, NodeTimeout(20*time.Minute))
 
-	It("runs -num_containers 4 to SUCCEEDED, each container a pod of its tier", func(ctx SpecContext) {
-		y := startYarnOnKube(ctx, cluster, "3.4.1")
-		jar, err := y.dist.Jar("hadoop-yarn-applications-distributedshell-")
-		Expect(err).NotTo(HaveOccurred())
-		var appMu sync.Mutex
-		appID := ""
-		stop := y.watchPods(ctx, func() string {
-			appMu.Lock()
-			defer appMu.Unlock()
-			if appID == "" {
-				if resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps"); err == nil {
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if m := regexp.MustCompile(`application_\d+_\d+`).Find(b); m != nil {
-						appID = string(m)
-					}
-				}
-			}
-			return appID
-		})
-		cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.yarn.applications.distributedshell.Client",
-			"-jar", jar, "-num_containers", "4", "-shell_command", "hostname; sleep 3",
-			"-master_memory", "512", "-container_memory", "256", "-timeout", "240000")
-		var outBuf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
-		err = cmd.Run()
+	It("runs DistributedShell -num_containers 4 to SUCCEEDED, each container a pod of its tier", func(ctx SpecContext) {
+		stop := y.watchPods(ctx, func() string { return y.appByName("ds-four") })
+		err, out := y.distShell(ctx, "ds-four", "-num_containers", "4", "-shell_command", "hostname; sleep 3")
 		pods := stop()
-		Expect(err).NotTo(HaveOccurred(), outBuf.String())
+		Expect(err).NotTo(HaveOccurred(), out)
 		// The client exits 0 only when the application SUCCEEDED; the yarn
 		// CLI confirms it from the RM.
-		appMu.Lock()
-		id := appID
-		appMu.Unlock()
-		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", id)
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("ds-four"))
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 		Expect(status).To(MatchRegexp(`State\s*:\s*FINISHED`))
@@ -207,9 +232,65 @@ var _ = Describe("DistributedShell on Weft", Ordered, func() {
 		for _, p := range pods {
 			tiers[p.Labels[translator.LabelTier]]++
 			Expect(p.Labels).To(HaveKeyWithValue(translator.LabelUser, "alice"))
-			Expect(p.Spec.PriorityClassName).To(HavePrefix("weft-"))
+			Expect(p.Labels).To(HaveKeyWithValue(translator.LabelQueue, "default"))
+			Expect(p.Labels).To(HaveKey(translator.LabelAttempt))
+			Expect(p.Spec.PriorityClassName).To(Equal("weft-" + p.Labels[translator.LabelTier]))
+			Expect(p.Spec.Containers[0].Resources.Requests.Memory().Value()).To(BeNumerically(">=", 256<<20))
 		}
 		// The AM high; one worker the job's minimum (medium), three elastic (low).
 		Expect(tiers).To(Equal(map[string]int{"high": 1, "medium": 1, "low": 3}), fmt.Sprint(pods))
-	}, SpecTimeout(10*time.Minute))
+	}, SpecTimeout(5*time.Minute))
+
+	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			y.distShell(ctx, "ds-kill", "-num_containers", "2", "-shell_command", "sleep 300")
+		}()
+		var app string
+		Eventually(func(g Gomega) {
+			app = y.appByName("ds-kill")
+			g.Expect(app).NotTo(BeEmpty())
+			running := 0
+			for _, p := range y.appPods(ctx, app) {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			g.Expect(running).To(Equal(3)) // the AM and both containers
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		_, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-kill", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		killed := time.Now()
+		Eventually(func() []corev1.Pod { return y.appPods(ctx, app) }).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(BeEmpty())
+		GinkgoWriter.Printf("pods of %s gone %v after the kill\n", app, time.Since(killed))
+		Eventually(done).WithTimeout(time.Minute).Should(BeClosed())
+	}, SpecTimeout(5*time.Minute))
+
+	It("gives an AM that exits non-zero a second attempt, then fails the application with its diagnostics", func(ctx SpecContext) {
+		for _, c := range []struct {
+			maxAttempts string
+			attempts    int
+		}{{"2", 2}, {"1", 1}} {
+			out, errOut, err := y.dist.Run(ctx, y.conf, "alice", "sh.weft.interop.SubmitApp", "--name", "failing-am-"+c.maxAttempts,
+				"--am-memory", "256", "--max-attempts", c.maxAttempts,
+				"--command", "echo AM-failed-on-purpose 2><LOG_DIR>/stderr 1>&2; exit 3")
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			var s submitted
+			Expect(json.Unmarshal([]byte(out), &s)).To(Succeed())
+			Eventually(func() string {
+				status, _, _ := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
+				return status
+			}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(MatchRegexp(`Final-State\s*:\s*FAILED`))
+			status, _, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status).To(ContainSubstring("exitCode: 3"))
+			Expect(status).To(ContainSubstring("AM-failed-on-purpose"))
+			Expect(status).To(ContainSubstring(fmt.Sprintf("failed %d times", c.attempts)))
+			attempts, _, err := y.dist.Yarn(ctx, y.conf, "alice", "applicationattempt", "-list", s.ApplicationID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(strings.Count(attempts, "appattempt_")).To(Equal(c.attempts), attempts)
+		}
+	}, SpecTimeout(6*time.Minute))
 })

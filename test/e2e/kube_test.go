@@ -107,20 +107,52 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(logs).To(Equal("hi\n"))
 	}, SpecTimeout(3*time.Minute))
 
-	It("applies the deploy manifests", func(ctx SpecContext) {
+	It("applies the deploy manifests and runs Weft's own pods to Ready", func(ctx SpecContext) {
 		root, err := repoRoot()
 		Expect(err).NotTo(HaveOccurred())
-		files, _ := filepath.Glob(filepath.Join(root, "deploy", "base", "*.yaml"))
-		files = append(files, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
-		objs, err := cluster.Apply(ctx, files...)
+		Expect(buildWeftImage(ctx)).To(Succeed())
+		// The local overlay: this machine's API server listens on loopback
+		// and no kube-proxy runs, so Weft's pods share the node's network.
+		rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(len(objs)).To(BeNumerically(">=", 12))
+		manifests := filepath.Join(GinkgoT().TempDir(), "weft.yaml")
+		Expect(os.WriteFile(manifests, []byte(rendered), 0o644)).To(Succeed())
+		objs, err := cluster.Apply(ctx, manifests, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(objs)).To(BeNumerically(">=", 18))
+		DeferCleanup(func(ctx SpecContext) {
+			// Free the host's ports for the specs that run Weft as processes.
+			_ = cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm", metav1.DeleteOptions{})
+			_ = cluster.Client.AppsV1().DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{})
+			Eventually(func() []corev1.Pod {
+				list, _ := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{})
+				return list.Items
+			}).WithTimeout(time.Minute).Should(BeEmpty())
+		})
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pc.Value).To(Equal(translator.Plain.Priorities[translator.TierLow]))
-		_, err = cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
+
+		Eventually(func(g Gomega) {
+			d, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)))
+			ds, err := cluster.Client.AppsV1().DaemonSets("weft-system").Get(ctx, "weft-nodeplugin", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ds.Status.NumberReady).To(Equal(int32(1)))
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		// The deployed weft-rm sees the node through the API server, and a
+		// real client sees it through weft-rm.
+		dist, err := hadoop.Client(ctx, "3.4.1")
 		Expect(err).NotTo(HaveOccurred())
-	})
+		conf := filepath.Join(GinkgoT().TempDir(), "conf")
+		Expect(hadoop.WriteConf(conf, "127.0.0.1:8032", "127.0.0.1:8030", "127.0.0.1:8088")).To(Succeed())
+		Eventually(func() string {
+			out, _, _ := dist.Yarn(ctx, conf, "alice", "node", "-list")
+			return out
+		}).WithTimeout(time.Minute).WithPolling(3 * time.Second).Should(MatchRegexp(`\S+:8041\s+RUNNING`))
+	}, SpecTimeout(8*time.Minute))
 
 	It("creates AM pods and credentials the API server accepts, and removes them on kill", func(ctx SpecContext) {
 		// The controller manager gives the namespace its default ServiceAccount.
@@ -223,7 +255,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	})
 
 	It("shows the Queue objects to YARN clients and enforces their ACLs", func(ctx SpecContext) {
-		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false")
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--host-path", "/usr")
 		dist, err := hadoop.Client(ctx, "3.4.1")
 		Expect(err).NotTo(HaveOccurred())
 		conf := filepath.Join(GinkgoT().TempDir(), "conf")

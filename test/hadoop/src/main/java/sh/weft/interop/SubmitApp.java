@@ -38,6 +38,10 @@ public final class SubmitApp {
       }
       ctx.setResource(Resource.newInstance(a.getInt("am-memory", 1024), a.getInt("am-vcores", 1)));
       ctx.setPriority(Priority.newInstance(a.getInt("priority", 0)));
+      int maxAttempts = a.getInt("max-attempts", 0);
+      if (maxAttempts > 0) {
+        ctx.setMaxAppAttempts(maxAttempts);
+      }
       List<String> commands = Collections.singletonList(a.get("command", "sleep 60"));
       ctx.setAMContainerSpec(ContainerLaunchContext.newInstance(
           Collections.emptyMap(), Collections.emptyMap(), commands, null, null, null));
