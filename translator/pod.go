@@ -299,6 +299,12 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 				diag = strings.TrimSpace("Localization failed: " + t.Message)
 			}
 		}
+		// Evicted (the node reclaimed what the online load needs back) or
+		// preempted: YARN's PREEMPTED, which AMs do not count against the
+		// task, unlike a failure.
+		if pod.Status.Reason == "Evicted" || pod.Status.Reason == "Preempting" {
+			code = records.ExitPreempted
+		}
 		if code != 0 && diag == "" {
 			diag = fmt.Sprintf("Exception from container-launch.\nExit code: %d", code)
 		}
