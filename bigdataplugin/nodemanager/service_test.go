@@ -45,7 +45,7 @@ func start(t *testing.T) *fixture {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := New(client, Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
 		Runtime: translator.Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java", HostNetwork: true, LocalizerImage: "weft.local/weft:dev"},
-		Keys: keys, Logger: quiet})
+		Keys:    keys, Logger: quiet})
 	srv, err := ipc.NewServer(ipc.Options{Tokens: svc.Authenticator(), Logger: quiet}, svc.Service())
 	if err != nil {
 		t.Fatal(err)
