@@ -2,9 +2,6 @@ package nodemanager
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/translator"
 )
@@ -42,25 +40,11 @@ func start(t *testing.T) *fixture {
 	am := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(records.ContainerID{Attempt: attemptA, ID: 1}.String()),
 		Namespace: "weft-jobs", UID: "am-uid"}}
 	client := fake.NewSimpleClientset(am)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := New(client, Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
 		Runtime: translator.Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java", HostNetwork: true, LocalizerImage: "weft.local/weft:dev"},
-		Keys:    keys, Logger: quiet})
-	srv, err := ipc.NewServer(ipc.Options{Tokens: svc.Authenticator(), Logger: quiet}, svc.Service())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return &fixture{client: client, keys: keys, addr: ln.Addr().String()}
+		Keys:    keys, Logger: ipctest.Quiet})
+	addr := ipctest.Serve(t, ipc.Options{Tokens: svc.Authenticator()}, svc.Service())
+	return &fixture{client: client, keys: keys, addr: addr}
 }
 
 func (f *fixture) dial(t *testing.T, attempt records.AttemptID, host string) (*ipc.Client, error) {

@@ -2,7 +2,6 @@ package amrm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -61,22 +60,10 @@ func New(mgr *rm.Manager, opts Options) *Service {
 // Service returns the ipc registration.
 func (s *Service) Service() *ipc.Service {
 	return &ipc.Service{Protocol: Protocol, Methods: map[string]ipc.Method{
-		"registerApplicationMaster": ipc.Unary(wrap(s.register)),
-		"allocate":                  ipc.Unary(wrap(s.allocate)),
-		"finishApplicationMaster":   ipc.Unary(wrap(s.finish)),
+		"registerApplicationMaster": ipc.Unary(yarnerr.Handler(s.register)),
+		"allocate":                  ipc.Unary(yarnerr.Handler(s.allocate)),
+		"finishApplicationMaster":   ipc.Unary(yarnerr.Handler(s.finish)),
 	}}
-}
-
-func wrap[Req, Resp proto.Message](h func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
-	return func(ctx context.Context, req Req) (Resp, error) {
-		resp, err := h(ctx, req)
-		var re *ipc.RemoteError
-		if err != nil && !errors.As(err, &re) {
-			ye := yarnerr.As(err)
-			err = ipc.Errorf(ye.Class, "%s", ye.Message)
-		}
-		return resp, err
-	}
 }
 
 // attempt is the attempt the caller's AMRMToken names, if still live.

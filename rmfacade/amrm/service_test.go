@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -48,22 +48,9 @@ func startWith(t *testing.T, granting bool) *fixture {
 	if granting {
 		opts = Options{Allocator: allocator.New(mgr, allocator.Options{Logger: quiet}), Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}
 	}
-	srv, err := ipc.NewServer(ipc.Options{Tokens: tokens, Logger: quiet}, New(mgr, opts).Service())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		st.Close()
-	})
-	return &fixture{mgr: mgr, tokens: tokens, addr: ln.Addr().String(), alloc: opts.Allocator, keys: opts.Keys}
+	t.Cleanup(func() { st.Close() }) // after the server's shutdown
+	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, opts).Service())
+	return &fixture{mgr: mgr, tokens: tokens, addr: addr, alloc: opts.Allocator, keys: opts.Keys}
 }
 
 // submit admits an unmanaged application and returns its first attempt.

@@ -5,7 +5,6 @@ package clientrm
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 
@@ -61,64 +60,49 @@ func New(mgr *rm.Manager, opts Options) *Service {
 // Service returns the ipc registration of every method.
 func (s *Service) Service() *ipc.Service {
 	return &ipc.Service{Protocol: Protocol, Methods: map[string]ipc.Method{
-		"getNewApplication":           ipc.Unary(wrap(s.getNewApplication)),
-		"getResourceProfiles":         ipc.Unary(wrap(s.getResourceProfiles)),
-		"getResourceProfile":          ipc.Unary(wrap(s.getResourceProfile)),
-		"submitApplication":           ipc.Unary(wrap(s.submitApplication)),
-		"getApplicationReport":        ipc.Unary(wrap(s.getApplicationReport)),
-		"getApplications":             ipc.Unary(wrap(s.getApplications)),
-		"forceKillApplication":        ipc.Unary(wrap(s.forceKillApplication)),
-		"getClusterMetrics":           ipc.Unary(wrap(s.getClusterMetrics)),
-		"getClusterNodes":             ipc.Unary(wrap(s.getClusterNodes)),
-		"getQueueInfo":                ipc.Unary(wrap(s.getQueueInfo)),
-		"getQueueUserAcls":            ipc.Unary(wrap(s.getQueueUserAcls)),
-		"getApplicationAttempts":      ipc.Unary(wrap(s.getApplicationAttempts)),
-		"getApplicationAttemptReport": ipc.Unary(wrap(s.getApplicationAttemptReport)),
-		"getContainers":               ipc.Unary(wrap(s.getContainers)),
-		"getContainerReport":          ipc.Unary(wrap(s.getContainerReport)),
-		"moveApplicationAcrossQueues": ipc.Unary(wrap(s.moveApplicationAcrossQueues)),
-		"updateApplicationPriority":   ipc.Unary(wrap(s.updateApplicationPriority)),
-		"getDelegationToken":          ipc.Unary(wrap(s.getDelegationToken)),
-		"renewDelegationToken":        ipc.Unary(wrap(s.renewDelegationToken)),
-		"cancelDelegationToken":       ipc.Unary(wrap(s.cancelDelegationToken)),
-		"getClusterNodeLabels": ipc.Unary(wrap(func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
+		"getNewApplication":           ipc.Unary(yarnerr.Handler(s.getNewApplication)),
+		"getResourceProfiles":         ipc.Unary(yarnerr.Handler(s.getResourceProfiles)),
+		"getResourceProfile":          ipc.Unary(yarnerr.Handler(s.getResourceProfile)),
+		"submitApplication":           ipc.Unary(yarnerr.Handler(s.submitApplication)),
+		"getApplicationReport":        ipc.Unary(yarnerr.Handler(s.getApplicationReport)),
+		"getApplications":             ipc.Unary(yarnerr.Handler(s.getApplications)),
+		"forceKillApplication":        ipc.Unary(yarnerr.Handler(s.forceKillApplication)),
+		"getClusterMetrics":           ipc.Unary(yarnerr.Handler(s.getClusterMetrics)),
+		"getClusterNodes":             ipc.Unary(yarnerr.Handler(s.getClusterNodes)),
+		"getQueueInfo":                ipc.Unary(yarnerr.Handler(s.getQueueInfo)),
+		"getQueueUserAcls":            ipc.Unary(yarnerr.Handler(s.getQueueUserAcls)),
+		"getApplicationAttempts":      ipc.Unary(yarnerr.Handler(s.getApplicationAttempts)),
+		"getApplicationAttemptReport": ipc.Unary(yarnerr.Handler(s.getApplicationAttemptReport)),
+		"getContainers":               ipc.Unary(yarnerr.Handler(s.getContainers)),
+		"getContainerReport":          ipc.Unary(yarnerr.Handler(s.getContainerReport)),
+		"moveApplicationAcrossQueues": ipc.Unary(yarnerr.Handler(s.moveApplicationAcrossQueues)),
+		"updateApplicationPriority":   ipc.Unary(yarnerr.Handler(s.updateApplicationPriority)),
+		"getDelegationToken":          ipc.Unary(yarnerr.Handler(s.getDelegationToken)),
+		"renewDelegationToken":        ipc.Unary(yarnerr.Handler(s.renewDelegationToken)),
+		"cancelDelegationToken":       ipc.Unary(yarnerr.Handler(s.cancelDelegationToken)),
+		"getClusterNodeLabels": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetClusterNodeLabelsRequestProto) (*yarnpb.GetClusterNodeLabelsResponseProto, error) {
 			return &yarnpb.GetClusterNodeLabelsResponseProto{}, nil
 		})),
-		"getLabelsToNodes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
+		"getLabelsToNodes": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetLabelsToNodesRequestProto) (*yarnpb.GetLabelsToNodesResponseProto, error) {
 			return &yarnpb.GetLabelsToNodesResponseProto{}, nil
 		})),
-		"getNodeToLabels": ipc.Unary(wrap(func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
+		"getNodeToLabels": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetNodesToLabelsRequestProto) (*yarnpb.GetNodesToLabelsResponseProto, error) {
 			return &yarnpb.GetNodesToLabelsResponseProto{}, nil
 		})),
-		"getClusterNodeAttributes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
+		"getClusterNodeAttributes": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetClusterNodeAttributesRequestProto) (*yarnpb.GetClusterNodeAttributesResponseProto, error) {
 			return &yarnpb.GetClusterNodeAttributesResponseProto{}, nil
 		})),
-		"getAttributesToNodes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
+		"getAttributesToNodes": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetAttributesToNodesRequestProto) (*yarnpb.GetAttributesToNodesResponseProto, error) {
 			return &yarnpb.GetAttributesToNodesResponseProto{}, nil
 		})),
-		"getNodesToAttributes": ipc.Unary(wrap(func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
+		"getNodesToAttributes": ipc.Unary(yarnerr.Handler(func(context.Context, *yarnpb.GetNodesToAttributesRequestProto) (*yarnpb.GetNodesToAttributesResponseProto, error) {
 			return &yarnpb.GetNodesToAttributesResponseProto{}, nil
 		})),
-		"getResourceTypeInfo": ipc.Unary(wrap(s.getResourceTypeInfo)),
+		"getResourceTypeInfo": ipc.Unary(yarnerr.Handler(s.getResourceTypeInfo)),
 	}}
 }
 
 // wrap maps rm errors to the RemoteExceptions Java clients expect.
-func wrap[Req, Resp proto.Message](h func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
-	return func(ctx context.Context, req Req) (Resp, error) {
-		resp, err := h(ctx, req)
-		if err != nil {
-			var re *ipc.RemoteError
-			if errors.As(err, &re) {
-				return resp, err
-			}
-			ye := yarnerr.As(err)
-			return resp, ipc.Errorf(ye.Class, "%s", ye.Message)
-		}
-		return resp, nil
-	}
-}
-
 func user(ctx context.Context) string {
 	if c := ipc.CallerFrom(ctx); c != nil {
 		return c.User

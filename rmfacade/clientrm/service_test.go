@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -44,22 +44,9 @@ func start(t testing.TB) *fixture {
 	tokens := NewDelegationTokens(st, []byte("0123456789abcdef0123"), TokenOptions{})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := New(mgr, Options{Tokens: tokens, WebAddr: "127.0.0.1:8088", Logger: quiet})
-	srv, err := ipc.NewServer(ipc.Options{Simple: true, Tokens: tokens, Logger: quiet}, svc.Service())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		st.Close()
-	})
-	return &fixture{addr: ln.Addr().String(), mgr: mgr}
+	t.Cleanup(func() { st.Close() }) // after the server's shutdown
+	addr := ipctest.Serve(t, ipc.Options{Simple: true, Tokens: tokens}, svc.Service())
+	return &fixture{addr: addr, mgr: mgr}
 }
 
 func (f *fixture) dial(t testing.TB, user string, tok *ipc.Token) *ipc.Client {

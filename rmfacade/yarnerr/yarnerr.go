@@ -5,8 +5,13 @@
 package yarnerr
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weft-sh/weft/rmfacade/ipc"
 )
 
 // Kind classifies an error for transports that need a status (REST).
@@ -91,4 +96,22 @@ const ClassAMNotRegistered = "org.apache.hadoop.yarn.exceptions.ApplicationMaste
 // InvalidAMRequest is YARN's InvalidApplicationMasterRequestException.
 func InvalidAMRequest(format string, args ...any) *Error {
 	return New(KindBadRequest, ClassInvalidApplicationMasterRequest, format, args...)
+}
+
+// Handler adapts a YARN protocol handler for ipc.Unary: errors that are
+// not already RemoteErrors become the RemoteError of their YARN class, so
+// every method answers in the form Java clients rebuild.
+func Handler[Req, Resp proto.Message](h func(context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		resp, err := h(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		var re *ipc.RemoteError
+		if errors.As(err, &re) {
+			return resp, err
+		}
+		ye := As(err)
+		return resp, ipc.Errorf(ye.Class, "%s", ye.Message)
+	}
 }
