@@ -3,6 +3,7 @@ package translator
 import (
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,16 @@ type Runtime struct {
 	// CacheDir is the node directory where localized resources are cached
 	// across containers (default /var/lib/weft/filecache).
 	CacheDir string
+	// LogRoot, when set, is the node directory holding each container's
+	// log directory (<LogRoot>/<app>/<container>), as a NodeManager's
+	// yarn.nodemanager.log-dirs: the logs outlive the pod and the node
+	// plugin serves them. Empty keeps them in the pod only.
+	LogRoot string
+}
+
+// LogDirOf is a container's log directory under a log root.
+func LogDirOf(root, app, container string) string {
+	return filepath.Join(root, app, container)
 }
 
 // ConfDir is where HadoopConf is mounted.
@@ -58,6 +69,7 @@ func (r *Runtime) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&r.LocalizerImage, "localizer-image", "weft.local/weft:dev", "image with weft-localizer")
 	fs.StringVar(&r.CacheDir, "localizer-cache-dir", "/var/lib/weft/filecache", "node directory caching localized resources")
+	fs.StringVar(&r.LogRoot, "container-log-root", "/var/log/weft/containers", "node directory of containers' log directories (yarn.nodemanager.log-dirs)")
 }
 
 // hadoopHomes are the variables a NodeManager passes from its own
@@ -77,6 +89,15 @@ func (r Runtime) apply(pod *corev1.Pod, c ContainerSpec) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "hadoop-conf", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.HadoopConf}}}})
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "hadoop-conf", MountPath: ConfDir, ReadOnly: true})
+	}
+	if r.LogRoot != "" {
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == "logs" {
+				pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: LogDirOf(r.LogRoot, c.App, c.Container), Type: &dirOrCreate}}
+			}
+		}
 	}
 	if r.HostNetwork {
 		pod.Spec.HostNetwork = true

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,8 @@ import (
 type Config struct {
 	// Address serves ContainerManagementProtocol; its port is the NodeId's.
 	Address string
+	// HTTPAddress serves containers' logs at the NodeManager's web paths.
+	HTTPAddress string
 	// NMKeySecret ("namespace/name") or NMKeyFile holds the master key
 	// shared with the RM.
 	NMKeySecret string
@@ -37,10 +40,12 @@ type Config struct {
 
 // Plugin is a bound, not yet serving, node plugin.
 type Plugin struct {
-	cfg Config
-	ln  net.Listener
-	srv *ipc.Server
-	nm  *nodemanager.Service
+	cfg    Config
+	ln     net.Listener
+	srv    *ipc.Server
+	nm     *nodemanager.Service
+	lnHTTP net.Listener
+	web    *http.Server
 }
 
 // New binds the listener.
@@ -70,9 +75,15 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.Address, err)
 	}
+	lnHTTP, err := net.Listen("tcp", cfg.HTTPAddress)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.HTTPAddress, err)
+	}
 	opts := cfg.NodeManager
 	opts.Keys = nmtokens.New(key)
 	opts.Port = int32(ln.Addr().(*net.TCPAddr).Port)
+	opts.HTTPPort = int32(lnHTTP.Addr().(*net.TCPAddr).Port)
 	if opts.Logger == nil {
 		opts.Logger = cfg.Logger
 	}
@@ -80,9 +91,11 @@ func New(cfg Config) (*Plugin, error) {
 	srv, err := ipc.NewServer(ipc.Options{Name: "nodemanager", Tokens: nm.Authenticator(), Logger: cfg.Logger}, nm.Service())
 	if err != nil {
 		ln.Close()
+		lnHTTP.Close()
 		return nil, err
 	}
-	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm}, nil
+	web := &http.Server{Handler: nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web}, nil
 }
 
 // readKey waits briefly for the RM to create the shared key, so the two
@@ -108,9 +121,10 @@ func (p *Plugin) NodeID() string { return p.nm.NodeID() }
 
 // Serve serves until ctx ends.
 func (p *Plugin) Serve(ctx context.Context) error {
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- p.srv.Serve(p.ln) }()
-	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String())
+	go func() { errc <- p.web.Serve(p.lnHTTP) }()
+	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String(), "http", p.lnHTTP.Addr().String())
 	var err error
 	select {
 	case <-ctx.Done():
@@ -119,7 +133,8 @@ func (p *Plugin) Serve(ctx context.Context) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p.srv.Shutdown(shutdownCtx)
-	if errors.Is(err, ipc.ErrServerClosed) {
+	p.web.Shutdown(shutdownCtx)
+	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err

@@ -35,12 +35,11 @@ func main() {
 	flag.StringVar(&cfg.NodeManager.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores (as weft-rm's)")
-	httpPort := flag.Int("http-port", 8042, "the node's HTTP port (yarn.nodemanager.webapp.address)")
+	flag.StringVar(&cfg.HTTPAddress, "http-address", "127.0.0.1:8042", "containers' logs over HTTP (yarn.nodemanager.webapp.address)")
 	cfg.NodeManager.Runtime.AddFlags(flag.CommandLine)
 	flag.Parse()
 
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg.NodeManager.HTTPPort = int32(*httpPort)
 	p, err := translator.ProfileByName(profile)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "weft-nodeplugin: %v\n", err)

@@ -181,6 +181,12 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			continue
 		}
 		attempt := cid.Attempt
+		if pod.Spec.NodeName != "" {
+			node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
+			if c := snap.Container(cid); c == nil || c.Node != node {
+				keep(l.mgr.AMContainerPlaced(ctx, cid, node, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMHTTPPort), app.AMResource))
+			}
+		}
 		if code, diag, ended := exited(pod); ended {
 			// An AM that exits without unregistering has failed, even with
 			// exit code 0.

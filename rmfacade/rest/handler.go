@@ -225,6 +225,14 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 	if a.Host != "" {
 		info.AMRPCAddress = fmt.Sprintf("%s:%d", a.Host, a.RPCPort)
 	}
+	// The AM container's node serves its logs, as a NodeManager does.
+	if a.CurrentAttempt > 0 {
+		am := records.ContainerID{Attempt: records.AttemptID{App: a.ID, ID: a.CurrentAttempt}, ID: 1}
+		if c := h.mgr.Snapshot().Container(am); c != nil && c.NodeHTTP != "" {
+			info.AMHostHTTPAddress = c.NodeHTTP
+			info.AMContainerLogs = fmt.Sprintf("http://%s/node/containerlogs/%s/%s", c.NodeHTTP, am, a.User)
+		}
+	}
 	if a.State.Terminal() {
 		// A finished application holds nothing; the RM reports -1.
 		info.AllocatedMB, info.AllocatedVCores, info.ReservedMB, info.ReservedVCores, info.RunningContainers = -1, -1, -1, -1, -1

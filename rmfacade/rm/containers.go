@@ -126,3 +126,15 @@ func (m *Manager) CompleteContainer(ctx context.Context, id records.ContainerID,
 	})
 	return changed, err
 }
+
+// AMContainerPlaced records where the cluster's scheduler put an attempt's
+// AM container (container 1), so its node and logs can be shown.
+func (m *Manager) AMContainerPlaced(ctx context.Context, id records.ContainerID, node, nodeHTTP string, r records.Resource) error {
+	return m.store.Update(func(w *state.WriteTxn) error {
+		if c := w.Container(id); c != nil && c.Node == node {
+			return nil
+		}
+		return w.PutContainer(&records.Container{ID: id, Node: node, NodeHTTP: nodeHTTP, Resource: r, State: records.ContainerRunning,
+			ExitStatus: records.ExitInvalid, StartTime: m.opts.Now().UnixMilli(), Tier: "high", Acquired: true})
+	})
+}

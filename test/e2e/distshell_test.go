@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,7 @@ type yarnOnKube struct {
 	logs    *bytes.Buffer
 	logsMu  *sync.Mutex
 	cluster *kube.Cluster
+	nmHTTP  string
 }
 
 func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string) *yarnOnKube {
@@ -65,6 +67,9 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string)
 	nm, err := FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
 	nmPort := nm[strings.LastIndexByte(nm, ':')+1:]
+	nmHTTP, err := FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	nmHTTPPort := nmHTTP[strings.LastIndexByte(nmHTTP, ':')+1:]
 	conf := filepath.Join(work, "conf")
 	Expect(hadoop.WriteConfWithFS(conf, client, sched, web, defaultFS)).To(Succeed())
 
@@ -85,12 +90,13 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string)
 	runtimeFlags := []string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns,
 		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
 		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
-		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(work, "filecache"), "--nm-key-file", key}
+		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(work, "filecache"), "--nm-key-file", key,
+		"--container-log-root", filepath.Join(work, "container-logs")}
 	r := &RM{Bin: filepath.Join(binDir, "weft-rm"), DataDir: filepath.Join(work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
-		Args: append([]string{"--local-node=false", "--nm-port", nmPort, "--log-level", "DEBUG"}, runtimeFlags...)}
+		Args: append([]string{"--local-node=false", "--nm-port", nmPort, "--nm-http-port", nmHTTPPort, "--log-level", "DEBUG"}, runtimeFlags...)}
 	Expect(r.Start(ctx)).To(Succeed())
-	y := &yarnOnKube{rm: r, conf: conf, dist: dist, logs: &bytes.Buffer{}, logsMu: &sync.Mutex{}, cluster: cluster}
-	y.plugin = exec.Command(filepath.Join(binDir, "weft-nodeplugin"), append([]string{"--address", nm}, runtimeFlags...)...)
+	y := &yarnOnKube{rm: r, conf: conf, dist: dist, logs: &bytes.Buffer{}, logsMu: &sync.Mutex{}, cluster: cluster, nmHTTP: nmHTTP}
+	y.plugin = exec.Command(filepath.Join(binDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP}, runtimeFlags...)...)
 	y.plugin.Stdout = &lockedWriter{mu: y.logsMu, w: y.logs}
 	y.plugin.Stderr = y.plugin.Stdout
 	Expect(y.plugin.Start()).To(Succeed())
@@ -239,6 +245,30 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		}
 		// The AM high; one worker the job's minimum (medium), three elastic (low).
 		Expect(tiers).To(Equal(map[string]int{"high": 1, "medium": 1, "low": 3}), fmt.Sprint(pods))
+
+		// Logs outlive the pods: the RM links the AM's, the node serves
+		// every container's, as a NodeManager does.
+		app := y.appByName("ds-four")
+		get := func(url string) string {
+			resp, err := http.Get(url)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			Expect(resp.StatusCode).To(Equal(http.StatusOK), string(b))
+			return string(b)
+		}
+		var info struct{ App struct{ AMContainerLogs string } }
+		Expect(json.Unmarshal([]byte(get("http://"+y.rm.WebAddr+"/ws/v1/cluster/apps/"+app)), &info)).To(Succeed())
+		Expect(info.App.AMContainerLogs).To(ContainSubstring("/node/containerlogs/container_"))
+		Expect(get(info.App.AMContainerLogs)).To(ContainSubstring("AppMaster.stderr"))
+		Expect(get(info.App.AMContainerLogs + "/AppMaster.stderr")).To(ContainSubstring("distributedshell.ApplicationMaster"))
+		// A worker's files (its command, "hostname; sleep 3", sends only
+		// sleep's output there, as under a NodeManager).
+		worker := strings.Replace(app, "application_", "container_", 1) + "_01_000002"
+		var listing struct{ ContainerLogsInfo struct{ ContainerLogInfo []struct{ FileName string } } }
+		Expect(json.Unmarshal([]byte(get("http://"+y.nmHTTP+"/ws/v1/node/containers/"+worker+"/logs")), &listing)).To(Succeed())
+		Expect(listing.ContainerLogsInfo.ContainerLogInfo).To(ContainElements(
+			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
 	}, SpecTimeout(5*time.Minute))
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
