@@ -257,7 +257,9 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 			Expect(resp.StatusCode).To(Equal(http.StatusOK), string(b))
 			return string(b)
 		}
-		var info struct{ App struct{ AMContainerLogs string } }
+		var info struct {
+			App struct{ AMContainerLogs string }
+		}
 		Expect(json.Unmarshal([]byte(get("http://"+y.rm.WebAddr+"/ws/v1/cluster/apps/"+app)), &info)).To(Succeed())
 		Expect(info.App.AMContainerLogs).To(ContainSubstring("/node/containerlogs/container_"))
 		Expect(get(info.App.AMContainerLogs)).To(ContainSubstring("AppMaster.stderr"))
@@ -265,7 +267,9 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		// A worker's files (its command, "hostname; sleep 3", sends only
 		// sleep's output there, as under a NodeManager).
 		worker := strings.Replace(app, "application_", "container_", 1) + "_01_000002"
-		var listing struct{ ContainerLogsInfo struct{ ContainerLogInfo []struct{ FileName string } } }
+		var listing struct {
+			ContainerLogsInfo struct{ ContainerLogInfo []struct{ FileName string } }
+		}
 		Expect(json.Unmarshal([]byte(get("http://"+y.nmHTTP+"/ws/v1/node/containers/"+worker+"/logs")), &listing)).To(Succeed())
 		Expect(listing.ContainerLogsInfo.ContainerLogInfo).To(ContainElements(
 			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
