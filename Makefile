@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run run-embedded deploy images deps clean
 
 all: build
 
@@ -49,11 +49,19 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rmfacade/...
 	$(GO) run ./test/bench/rmrpc
 
-# The embedded default: weft-rm on this machine (state in .weft/data), a
-# demo application submitted by the real Hadoop client, then serving until
-# Ctrl-C. HADOOP_CLIENT runs any yarn command against it.
+# Weft's main job on this machine: the local Kubernetes cluster, a
+# MiniDFSCluster and Weft deployed from deploy/, then an unmodified
+# DistributedShell job run through Weft by Hadoop's own client; prints
+# where to look and keeps HDFS up until Ctrl-C.
+run:
+	$(GO) run ./test/kube/cmd/weft-demo
+
+# The embedded default without Kubernetes: weft-rm alone on this machine
+# (state in .weft/data), a demo application submitted by the real Hadoop
+# client, then serving until Ctrl-C. HADOOP_CLIENT runs any yarn command
+# against it.
 HADOOP_CLIENT := $(GO) run ./test/hadoop/cmd/hadoop-client
-run: build
+run-embedded: build
 	@mkdir -p .weft
 	@$(BIN)/weft-rm --data-dir .weft/data 2>.weft/weft-rm.log & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \

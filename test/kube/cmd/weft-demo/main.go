@@ -1,0 +1,236 @@
+// Command weft-demo is `make run`: on this machine it brings up the local
+// Kubernetes cluster (test/kube/up.sh), a MiniDFSCluster, and Weft
+// deployed from deploy/ (the local overlay, Weft's image built here), then
+// runs an unmodified DistributedShell job through Weft with Hadoop's own
+// client, prints where to look, and keeps HDFS up until Ctrl-C. The
+// cluster and Weft stay up afterwards (test/kube/down.sh stops them).
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/weft-sh/weft/test/hadoop"
+	"github.com/weft-sh/weft/test/kube"
+)
+
+const (
+	clientAddr = "127.0.0.1:8032"
+	schedAddr  = "127.0.0.1:8030"
+	webAddr    = "127.0.0.1:8088"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "weft-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) { fmt.Printf("== "+format+"\n", args...) }
+
+func run(ctx context.Context) error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(root, ".weft", "demo")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+
+	step("local Kubernetes (test/kube/up.sh; the first run builds it, a few minutes)")
+	cluster, err := kube.Up(ctx)
+	if err != nil {
+		return err
+	}
+	step("Weft's image (weft.local/weft:dev)")
+	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
+	imgs.Stdout, imgs.Stderr = os.Stdout, os.Stderr
+	if err := imgs.Run(); err != nil {
+		return fmt.Errorf("kube-images: %w", err)
+	}
+
+	step("MiniDFSCluster (Hadoop 3.4.1, NameNode on 127.0.0.1)")
+	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(filepath.Join(work, "dfs"))
+	dfs, err := mini.StartService(ctx, work, "sh.weft.interop.MiniDFS", filepath.Join(work, "dfs"))
+	if err != nil {
+		return err
+	}
+	defer dfs.Stop()
+	defaultFS := dfs.Ready[0]
+	dist, err := hadoop.Client(ctx, "3.4.1")
+	if err != nil {
+		return err
+	}
+	home, err := dist.Home()
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(work, "conf")
+	if err := hadoop.WriteConfWithFS(conf, clientAddr, schedAddr, webAddr, defaultFS); err != nil {
+		return err
+	}
+
+	step("Weft from deploy/ (overlays/local, profile plain)")
+	if err := deploy(ctx, cluster, root, conf, home); err != nil {
+		return err
+	}
+
+	step("DistributedShell, unmodified, through Weft: 3 containers")
+	jar, err := dist.Jar("hadoop-yarn-applications-distributedshell-")
+	if err != nil {
+		return err
+	}
+	who := "weft"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	ds := dist.Command(ctx, conf, who, "org.apache.hadoop.yarn.applications.distributedshell.Client",
+		"-jar", jar, "-appname", "weft-demo", "-num_containers", "3", "-shell_command", "echo hello from Weft; sleep 10",
+		"-master_memory", "512", "-container_memory", "256", "-timeout", "300000")
+	var errOut bytes.Buffer
+	ds.Stdout, ds.Stderr = os.Stdout, &errOut
+	go watch(ctx, cluster)
+	if err := ds.Run(); err != nil {
+		return fmt.Errorf("DistributedShell: %w\n%s", err, errOut.String())
+	}
+	out, _, err := dist.Yarn(ctx, conf, who, "application", "-list", "-appStates", "ALL")
+	if err != nil {
+		return err
+	}
+	fmt.Print(out)
+
+	kubectl := filepath.Join(kube.Cache(), "bin", "kubectl") + " --kubeconfig " + cluster.Kubeconfig
+	fmt.Printf(`
+Look:
+  REST   http://%[1]s/ws/v1/cluster/apps        UI http://%[1]s/cluster
+  yarn   go run ./test/hadoop/cmd/hadoop-client yarn application -list -appStates ALL
+  pods   %[2]s get pods -n weft-jobs -L weft.io/tier,weft.io/app
+  Weft   %[2]s get pods -n weft-system
+  logs   http://127.0.0.1:8042/node/containerlogs/<container id>/<user>
+HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up (test/kube/down.sh stops them).
+`, webAddr, kubectl, defaultFS)
+	<-ctx.Done()
+	return nil
+}
+
+// deploy applies the local overlay with this machine's Hadoop (installation
+// and configuration) added to weft-rm's and the node plugin's arguments,
+// and waits for both to be Ready.
+func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string) error {
+	data := map[string]string{}
+	for _, f := range []string{"core-site.xml", "yarn-site.xml", "log4j.properties"} {
+		b, err := os.ReadFile(filepath.Join(conf, f))
+		if err != nil {
+			return err
+		}
+		data[f] = string(b)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hadoop-conf", Namespace: "weft-jobs"}, Data: data}
+	rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))
+	if err != nil {
+		return err
+	}
+	extra := []any{"--hadoop-home=" + home, "--host-path=" + home, "--hadoop-conf-configmap=hadoop-conf"}
+	var docs [][]byte
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		if k := u.GetKind(); k == "Deployment" || k == "DaemonSet" {
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c := containers[0].(map[string]any)
+			c["args"] = append(c["args"].([]any), extra...)
+			if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+				return err
+			}
+		}
+		b, err := sigyaml.Marshal(u.Object)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, b)
+	}
+	manifests := filepath.Join(filepath.Dir(conf), "weft.yaml")
+	if err := os.WriteFile(manifests, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
+		return err
+	}
+	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"), manifests); err != nil {
+		return err
+	}
+	cms := cluster.Client.CoreV1().ConfigMaps("weft-jobs")
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	// A changed configuration restarts weft-rm, as kubectl rollout restart.
+	for _, kind := range []string{"deployment/weft-rm", "daemonset/weft-nodeplugin"} {
+		if _, err := cluster.Kubectl(ctx, "-n", "weft-system", "rollout", "restart", kind); err != nil {
+			return err
+		}
+		if _, err := cluster.Kubectl(ctx, "-n", "weft-system", "rollout", "status", kind, "--timeout=3m"); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", webAddr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("weft-rm does not answer on %s", webAddr)
+}
+
+// watch prints the job's pods as they come and go.
+func watch(ctx context.Context, cluster *kube.Cluster) {
+	seen := map[string]string{}
+	for ctx.Err() == nil {
+		list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, p := range list.Items {
+				state := string(p.Status.Phase)
+				if seen[p.Name] != state {
+					seen[p.Name] = state
+					fmt.Printf("   pod %-45s tier=%-6s %s\n", p.Name, p.Labels["weft.io/tier"], state)
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+}
