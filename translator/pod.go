@@ -23,6 +23,10 @@ const (
 	LabelQueue     = "weft.io/queue"
 	LabelUser      = "weft.io/user"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelRM names the ResourceManager (its cluster id) whose application
+	// a pod runs: each RM manages only its own pods, so several can share
+	// a namespace.
+	LabelRM = "weft.io/rm"
 )
 
 // Paths inside every container pod, laid out as a NodeManager lays out a
@@ -72,6 +76,8 @@ type ContainerSpec struct {
 	// CredentialsSecret names the Secret holding the container's token
 	// storage under TokenFileKey; empty for a container without tokens.
 	CredentialsSecret string
+	// RM is the cluster id of the ResourceManager the container belongs to.
+	RM string
 	// Namespace, SchedulerName and Owner place the pod.
 	Namespace     string
 	SchedulerName string
@@ -118,6 +124,9 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 		LabelQueue: labelValue(c.Queue), LabelUser: labelValue(c.User), LabelManagedBy: "weft"}
 	if c.Attempt != "" {
 		labels[LabelAttempt] = c.Attempt
+	}
+	if c.RM != "" {
+		labels[LabelRM] = labelValue(c.RM)
 	}
 	for k, v := range p.Labels {
 		labels[k] = v
@@ -181,8 +190,11 @@ func (c ContainerSpec) env() []corev1.EnvVar {
 		{Name: "JAVA_HOME", Value: c.Runtime.JavaHome},
 	}
 	if c.Tier == TierHigh && c.AppSubmitTime > 0 {
+		// The RM's web proxy path of the application, which AM web apps
+		// (AmIpFilter) build their redirect from.
 		vars = append(vars, corev1.EnvVar{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(c.AppSubmitTime, 10)},
-			corev1.EnvVar{Name: "MAX_APP_ATTEMPTS", Value: strconv.Itoa(int(c.MaxAppAttempts))})
+			corev1.EnvVar{Name: "MAX_APP_ATTEMPTS", Value: strconv.Itoa(int(c.MaxAppAttempts))},
+			corev1.EnvVar{Name: "APPLICATION_WEB_PROXY_BASE", Value: "/proxy/" + c.App})
 	}
 	return vars
 }
@@ -208,6 +220,9 @@ func (c ContainerSpec) script() string {
 	// is remembered and passed on once it does.
 	// set -m runs the child as its own process group, which is signalled
 	// whole, as a NodeManager signals a container's process group.
+	// The container's temporary directory, which YARN makes in its working
+	// directory and Hadoop's AMs point java.io.tmpdir at ($PWD/tmp).
+	b.WriteString("mkdir -p tmp\n")
 	b.WriteString(`set -m; child=; term=; trap 'term=1; [ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null' TERM INT` + "\n")
 	b.WriteString("/bin/bash -c '" + joined + "' &\n")
 	b.WriteString(`child=$!; [ -n "$term" ] && kill -TERM -- "-$child" 2>/dev/null` + "\n")
@@ -313,4 +328,9 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 		return 0, "", records.ContainerRunning
 	}
 	return 0, "", records.ContainerNew
+}
+
+// Selector selects the pods of one ResourceManager's applications.
+func Selector(rm string) string {
+	return LabelManagedBy + "=weft," + LabelRM + "=" + labelValue(rm)
 }

@@ -45,6 +45,17 @@ type Runtime struct {
 	// yarn.nodemanager.log-dirs: the logs outlive the pod and the node
 	// plugin serves them. Empty keeps them in the pod only.
 	LogRoot string
+	// LocalRoot, when set, is the node directory holding applications'
+	// local directories (<LocalRoot>/usercache/<user>/appcache/<app>), as a
+	// NodeManager's yarn.nodemanager.local-dirs: the containers' LOCAL_DIRS,
+	// shared by an application's containers on the node, where map outputs
+	// stay for the shuffle service after their task ends.
+	LocalRoot string
+}
+
+// AppLocalDir is an application's local directory under a local root.
+func AppLocalDir(root, user, app string) string {
+	return filepath.Join(root, "usercache", filepath.Base(user), "appcache", app)
 }
 
 // LogDirOf is a container's log directory under a log root.
@@ -69,6 +80,7 @@ func (r *Runtime) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&r.LocalizerImage, "localizer-image", "weft.local/weft:dev", "image with weft-localizer")
 	fs.StringVar(&r.CacheDir, "localizer-cache-dir", "/var/lib/weft/filecache", "node directory caching localized resources")
+	fs.StringVar(&r.LocalRoot, "container-local-root", "/var/lib/weft/local", "node directory of applications' local directories (yarn.nodemanager.local-dirs)")
 	fs.StringVar(&r.LogRoot, "container-log-root", "/var/log/weft/containers", "node directory of containers' log directories (yarn.nodemanager.log-dirs)")
 }
 
@@ -89,6 +101,30 @@ func (r Runtime) apply(pod *corev1.Pod, c ContainerSpec) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "hadoop-conf", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: r.HadoopConf}}}})
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "hadoop-conf", MountPath: ConfDir, ReadOnly: true})
+	}
+	if r.LocalRoot != "" {
+		dir := AppLocalDir(r.LocalRoot, c.User, c.App)
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == "local" {
+				pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirOrCreate}}
+			}
+		}
+		// The same path inside as on the node, so what a task records of
+		// its output's location holds for the shuffle service too.
+		for i := range ctr.VolumeMounts {
+			if ctr.VolumeMounts[i].Name == "local" {
+				ctr.VolumeMounts[i].MountPath = dir
+			}
+		}
+		for i := range ctr.Env {
+			switch ctr.Env[i].Name {
+			case "LOCAL_DIRS":
+				ctr.Env[i].Value = dir
+			case "LOCAL_USER_DIRS":
+				ctr.Env[i].Value = filepath.Join(r.LocalRoot, "usercache", filepath.Base(c.User)) + "/"
+			}
+		}
 	}
 	if r.LogRoot != "" {
 		dirOrCreate := corev1.HostPathDirectoryOrCreate

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
+	"github.com/weft-sh/weft/bigdataplugin/shuffle"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -41,11 +42,17 @@ type Options struct {
 	Port, HTTPPort int32
 	// Namespace holds the pods of YARN applications.
 	Namespace string
+	// ClusterID names the RM this node serves, on every pod it makes.
+	ClusterID string
 	Profile   translator.Profile
 	Runtime   translator.Runtime
 	Tiers     translator.TierPolicy
 	Keys      *nmtokens.Keys
-	Logger    *slog.Logger
+	// Shuffle, when set, is the node's MapReduce shuffle service
+	// ("mapreduce_shuffle"): it learns jobs' tokens from the launch
+	// contexts, and AMs learn its port from every StartContainers answer.
+	Shuffle *shuffle.Service
+	Logger  *slog.Logger
 }
 
 // Service serves ContainerManagementProtocol.
@@ -58,6 +65,9 @@ type Service struct {
 func New(client kubernetes.Interface, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.ClusterID == "" {
+		opts.ClusterID = "weft"
 	}
 	return &Service{client: client, opts: opts}
 }
@@ -103,6 +113,9 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 		return nil, err
 	}
 	resp := &yarnpb.StartContainersResponseProto{}
+	if s.opts.Shuffle != nil {
+		resp.ServicesMetaData = []*yarnpb.StringBytesMapProto{{Key: proto.String(shuffle.ServiceID), Value: shuffle.MetaData(s.opts.Shuffle.Port)}}
+	}
 	for _, r := range req.GetStartContainerRequest() {
 		grant, err := s.opts.Keys.VerifyContainerToken(r.GetContainerToken(), s.NodeID())
 		if err == nil && grant.Container.Attempt.App != who.Attempt.App {
@@ -115,6 +128,11 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 				id = nmtokens.ContainerIDProto(grant.Container)
 			}
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)})
+			continue
+		}
+		if err := s.registerServices(grant, r.GetContainerLaunchContext()); err != nil {
+			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
+				ContainerId: nmtokens.ContainerIDProto(grant.Container), Exception: serialized(err)})
 			continue
 		}
 		if err := s.start(ctx, who, grant, r.GetContainerLaunchContext()); err != nil {
@@ -144,7 +162,7 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 	}
 	owner := s.amPodOwner(ctx, g.Container.Attempt)
 	labels := map[string]string{translator.LabelApp: g.Container.Attempt.App.String(), translator.LabelContainer: g.Container.String(),
-		translator.LabelManagedBy: "weft"}
+		translator.LabelManagedBy: "weft", translator.LabelRM: s.opts.ClusterID}
 	secret, local, err := translator.LaunchSecret(translator.SecretName(g.Container.String()), s.opts.Namespace, labels, tokenFile, clc)
 	if err != nil {
 		return err
@@ -164,7 +182,7 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 		App: g.Container.Attempt.App.String(), Attempt: g.Container.Attempt.String(), Container: g.Container.String(),
 		User: g.User, Queue: g.Queue, Tier: tier, MemoryMB: g.Resource.MemoryMB, VCores: g.Resource.VCores,
 		Commands: clc.GetCommand(), Env: env, Runtime: s.opts.Runtime, LocalResources: local, NodeName: s.opts.NodeName,
-		NMPort: s.opts.Port, NMHTTPPort: s.opts.HTTPPort, CredentialsSecret: secret.Name, Namespace: s.opts.Namespace, Owner: owner,
+		NMPort: s.opts.Port, NMHTTPPort: s.opts.HTTPPort, CredentialsSecret: secret.Name, RM: s.opts.ClusterID, Namespace: s.opts.Namespace, Owner: owner,
 	})
 	if err != nil {
 		return err
@@ -179,6 +197,22 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 		return fmt.Errorf("create pod of %s: %w", g.Container, err)
 	}
 	s.opts.Logger.Info("container started", "container", g.Container.String(), "pod", pod.Name, "tier", tier, "attempt", who.Attempt.String())
+	return nil
+}
+
+// registerServices hands the launch context's service data to the node's
+// auxiliary services, as a NodeManager initializes them for an
+// application; data for a service this node lacks fails the start, as it
+// does in YARN.
+func (s *Service) registerServices(g *nmtokens.ContainerGrant, clc *yarnpb.ContainerLaunchContextProto) error {
+	for _, kv := range clc.GetServiceData() {
+		if kv.GetKey() != shuffle.ServiceID || s.opts.Shuffle == nil {
+			return ipc.Errorf("org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException", "The auxService:%s does not exist", kv.GetKey())
+		}
+		if err := s.opts.Shuffle.Register(g.Container.Attempt.App.String(), g.User, kv.GetValue()); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

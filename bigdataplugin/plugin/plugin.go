@@ -19,6 +19,7 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
+	"github.com/weft-sh/weft/bigdataplugin/shuffle"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -29,6 +30,8 @@ type Config struct {
 	Address string
 	// HTTPAddress serves containers' logs at the NodeManager's web paths.
 	HTTPAddress string
+	// ShuffleAddress serves MapReduce's shuffle (mapreduce.shuffle.port).
+	ShuffleAddress string
 	// NMKeySecret ("namespace/name") or NMKeyFile holds the master key
 	// shared with the RM.
 	NMKeySecret string
@@ -46,6 +49,8 @@ type Plugin struct {
 	nm     *nodemanager.Service
 	lnHTTP net.Listener
 	web    *http.Server
+	lnShuf net.Listener
+	shuf   *http.Server
 }
 
 // New binds the listener.
@@ -80,7 +85,14 @@ func New(cfg Config) (*Plugin, error) {
 		ln.Close()
 		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.HTTPAddress, err)
 	}
+	lnShuf, err := net.Listen("tcp", cfg.ShuffleAddress)
+	if err != nil {
+		ln.Close()
+		lnHTTP.Close()
+		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.ShuffleAddress, err)
+	}
 	opts := cfg.NodeManager
+	opts.Shuffle = &shuffle.Service{LocalRoot: opts.Runtime.LocalRoot, Port: lnShuf.Addr().(*net.TCPAddr).Port}
 	opts.Keys = nmtokens.New(key)
 	opts.Port = int32(ln.Addr().(*net.TCPAddr).Port)
 	opts.HTTPPort = int32(lnHTTP.Addr().(*net.TCPAddr).Port)
@@ -92,10 +104,12 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		ln.Close()
 		lnHTTP.Close()
+		lnShuf.Close()
 		return nil, err
 	}
 	web := &http.Server{Handler: nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web}, nil
+	shuf := &http.Server{Handler: opts.Shuffle, ReadHeaderTimeout: 10 * time.Second}
+	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf}, nil
 }
 
 // readKey waits briefly for the RM to create the shared key, so the two
@@ -121,9 +135,10 @@ func (p *Plugin) NodeID() string { return p.nm.NodeID() }
 
 // Serve serves until ctx ends.
 func (p *Plugin) Serve(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- p.srv.Serve(p.ln) }()
 	go func() { errc <- p.web.Serve(p.lnHTTP) }()
+	go func() { errc <- p.shuf.Serve(p.lnShuf) }()
 	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String(), "http", p.lnHTTP.Addr().String())
 	var err error
 	select {
@@ -134,6 +149,7 @@ func (p *Plugin) Serve(ctx context.Context) error {
 	defer cancel()
 	p.srv.Shutdown(shutdownCtx)
 	p.web.Shutdown(shutdownCtx)
+	p.shuf.Shutdown(shutdownCtx)
 	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

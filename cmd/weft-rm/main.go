@@ -30,6 +30,7 @@ func main() {
 	flag.StringVar(&queuesFile, "queues", "", "JSON file with the queue tree (default: root.default)")
 	flag.BoolVar(&cfg.LocalNode, "local-node", true, "register this machine as the cluster's node (embedded mode)")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster AMs run on; \"in-cluster\" for the pod's service account; empty: launch nothing")
+	flag.StringVar(&cfg.Launcher.ClusterID, "cluster-id", "weft", "this RM's name on its pods (yarn.resourcemanager.cluster-id); RMs sharing a namespace need different ones")
 	flag.StringVar(&cfg.Launcher.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
 	cfg.Launcher.Runtime.AddFlags(flag.CommandLine)

@@ -43,6 +43,8 @@ type Options struct {
 	SchedulerName string
 	// SchedulerAddr is the AM protocol's address, the AMRMToken's service.
 	SchedulerAddr string
+	// ClusterID names this RM on its pods (yarn.resourcemanager.cluster-id).
+	ClusterID string
 	// NMPort and NMHTTPPort are the node plugin's ports on every node.
 	NMPort, NMHTTPPort int32
 	Logger             *slog.Logger
@@ -60,6 +62,9 @@ type Launcher struct {
 func New(mgr *rm.Manager, client kubernetes.Interface, tokens AMTokens, opts Options) *Launcher {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.ClusterID == "" {
+		opts.ClusterID = "weft"
 	}
 	return &Launcher{mgr: mgr, pods: client, tokens: tokens, opts: opts}
 }
@@ -120,7 +125,8 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 		env[kv.GetKey()] = kv.GetValue()
 	}
 	secret, local, err := translator.LaunchSecret(secretName(container), l.opts.Namespace, map[string]string{
-		translator.LabelApp: app.ID.String(), translator.LabelContainer: container.String(), translator.LabelManagedBy: "weft"}, tokenFile, clc)
+		translator.LabelApp: app.ID.String(), translator.LabelContainer: container.String(), translator.LabelManagedBy: "weft",
+		translator.LabelRM: l.opts.ClusterID}, tokenFile, clc)
 	if err != nil {
 		return fmt.Errorf("launch secret of %s: %w", container, err)
 	}
@@ -129,7 +135,7 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 		Tier: translator.TierHigh, MemoryMB: app.AMResource.MemoryMB, VCores: app.AMResource.VCores,
 		Commands: clc.GetCommand(), Env: env, Runtime: l.opts.Runtime,
 		NMPort: l.opts.NMPort, NMHTTPPort: l.opts.NMHTTPPort, AppSubmitTime: app.SubmitTime, MaxAppAttempts: app.MaxAttempts,
-		CredentialsSecret: secret.Name, LocalResources: local, Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,
+		CredentialsSecret: secret.Name, LocalResources: local, RM: l.opts.ClusterID, Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,
 	}
 	pod, err := l.opts.Profile.Pod(spec)
 	if err != nil {
@@ -147,7 +153,7 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 
 // syncPods reads Weft's pods back into the records.
 func (l *Launcher) syncPods(ctx context.Context) error {
-	pods, err := l.pods.CoreV1().Pods(l.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: translator.LabelManagedBy + "=weft"})
+	pods, err := l.pods.CoreV1().Pods(l.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: translator.Selector(l.opts.ClusterID)})
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}

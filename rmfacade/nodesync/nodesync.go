@@ -20,6 +20,8 @@ import (
 
 // Options configures a Syncer.
 type Options struct {
+	// ClusterID is this RM's; other RMs' containers count as occupied.
+	ClusterID          string
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
 }
@@ -57,7 +59,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			continue
 		}
 		into := occupied
-		if isTaskContainer(p) {
+		if s.isTaskContainer(p) {
 			into = used
 			count[p.Spec.NodeName]++
 		}
@@ -108,11 +110,12 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	return nil
 }
 
-// isTaskContainer tells the pods the RM allocates: YARN containers other
-// than an attempt's AM (container 1), which the cluster's scheduler places.
-func isTaskContainer(p *corev1.Pod) bool {
+// isTaskContainer tells the pods this RM allocates: its YARN containers
+// other than an attempt's AM (container 1), which the cluster's scheduler
+// places.
+func (s *Syncer) isTaskContainer(p *corev1.Pod) bool {
 	id, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
-	return err == nil && id.ID != 1
+	return err == nil && id.ID != 1 && p.Labels[translator.LabelRM] == s.opts.ClusterID
 }
 
 // amounts reads the profile's memory (bytes) and CPU (millicores) from a

@@ -207,7 +207,10 @@ func (s *Server) init() error {
 			opts.Logger = s.cfg.Logger
 		}
 		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
-		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
+		if opts.ClusterID == "" {
+			opts.ClusterID = "weft"
+		}
+		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
 		s.allocator = allocator.New(s.Manager, allocator.Options{Logger: s.cfg.Logger})
 		amOpts.Allocator = s.allocator
 	}

@@ -70,13 +70,15 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string)
 	nmHTTP, err := FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
 	nmHTTPPort := nmHTTP[strings.LastIndexByte(nmHTTP, ':')+1:]
+	shuffleAddr, err := FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
 	conf := filepath.Join(work, "conf")
 	Expect(hadoop.WriteConfWithFS(conf, client, sched, web, defaultFS)).To(Succeed())
 
 	// The containers' HADOOP_CONF_DIR: the same site files, as a ConfigMap.
 	ns := "weft-jobs"
 	data := map[string]string{}
-	for _, f := range []string{"core-site.xml", "yarn-site.xml", "log4j.properties"} {
+	for _, f := range []string{"core-site.xml", "yarn-site.xml", "mapred-site.xml", "log4j.properties", "container-log4j.properties"} {
 		b, err := os.ReadFile(filepath.Join(conf, f))
 		Expect(err).NotTo(HaveOccurred())
 		data[f] = string(b)
@@ -87,16 +89,17 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string)
 	Expect(err).NotTo(HaveOccurred())
 
 	key := filepath.Join(work, "nm-master.key")
-	runtimeFlags := []string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns,
+	// Its own cluster id: a Weft deployed in the cluster may share the namespace.
+	runtimeFlags := []string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns, "--cluster-id", "e2e-" + filepath.Base(work),
 		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
 		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
 		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(work, "filecache"), "--nm-key-file", key,
-		"--container-log-root", filepath.Join(work, "container-logs")}
+		"--container-log-root", filepath.Join(work, "container-logs"), "--container-local-root", filepath.Join(work, "container-local")}
 	r := &RM{Bin: filepath.Join(binDir, "weft-rm"), DataDir: filepath.Join(work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
 		Args: append([]string{"--local-node=false", "--nm-port", nmPort, "--nm-http-port", nmHTTPPort, "--log-level", "DEBUG"}, runtimeFlags...)}
 	Expect(r.Start(ctx)).To(Succeed())
 	y := &yarnOnKube{rm: r, conf: conf, dist: dist, logs: &bytes.Buffer{}, logsMu: &sync.Mutex{}, cluster: cluster, nmHTTP: nmHTTP}
-	y.plugin = exec.Command(filepath.Join(binDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP}, runtimeFlags...)...)
+	y.plugin = exec.Command(filepath.Join(binDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP, "--shuffle-address", shuffleAddr}, runtimeFlags...)...)
 	y.plugin.Stdout = &lockedWriter{mu: y.logsMu, w: y.logs}
 	y.plugin.Stderr = y.plugin.Stdout
 	Expect(y.plugin.Start()).To(Succeed())
@@ -274,6 +277,40 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(listing.ContainerLogsInfo.ContainerLogInfo).To(ContainElements(
 			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
 	}, SpecTimeout(5*time.Minute))
+
+	It("runs an unmodified MapReduce job (teragen, maps only) to SUCCEEDED", func(ctx SpecContext) {
+		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
+		Expect(err).NotTo(HaveOccurred())
+		cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", ex, "teragen",
+			"-Dmapreduce.job.maps=2", "20000", "/user/alice/teragen")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		if err != nil {
+			// The AM's own log, as a user would read it.
+			if resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + y.appByName("TeraGen")); err == nil {
+				var info struct {
+					App struct{ AMContainerLogs string }
+				}
+				json.NewDecoder(resp.Body).Decode(&info)
+				resp.Body.Close()
+				if r, err := http.Get(info.App.AMContainerLogs + "/syslog?start=-30000"); err == nil {
+					b, _ := io.ReadAll(r.Body)
+					r.Body.Close()
+					out.WriteString("\nAM syslog:\n" + string(b))
+				}
+			}
+		}
+		Expect(err).NotTo(HaveOccurred(), out.String())
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("TeraGen"))
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		Expect(status).To(MatchRegexp(`Application-Type\s*:\s*MAPREDUCE`))
+		ls, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-ls", "/user/alice/teragen")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(ls).To(ContainSubstring("_SUCCESS"))
+		Expect(ls).To(ContainSubstring("part-m-00001"))
+	}, SpecTimeout(6*time.Minute))
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
 		done := make(chan struct{})

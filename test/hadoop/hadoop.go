@@ -235,7 +235,17 @@ func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) erro
 			"yarn.resourcemanager.scheduler.address": schedulerAddr,
 			"yarn.resourcemanager.webapp.address":    webAddr,
 		}),
-		"core-site.xml":    site(core),
+		"core-site.xml": site(core),
+		// MapReduce jobs go to YARN (here: Weft), not the local runner.
+		"mapred-site.xml": site(map[string]string{"mapreduce.framework.name": "yarn"}),
+		// What a NodeManager installation ships for containers' logs (the
+		// AMs' -Dlog4j.configuration): a syslog file in the container's log
+		// directory.
+		"container-log4j.properties": "log4j.rootLogger=${hadoop.root.logger}\nhadoop.root.logger=INFO,CLA\n" +
+			"log4j.appender.CLA=org.apache.hadoop.yarn.ContainerLogAppender\nlog4j.appender.CLA.containerLogDir=${yarn.app.container.log.dir}\n" +
+			"log4j.appender.CLA.containerLogFile=${hadoop.root.logfile}\nlog4j.appender.CLA.totalLogFileSize=${yarn.app.container.log.filesize}\n" +
+			"hadoop.root.logfile=syslog\nyarn.app.container.log.filesize=0\n" +
+			"log4j.appender.CLA.layout=org.apache.log4j.PatternLayout\nlog4j.appender.CLA.layout.ConversionPattern=%d{ISO8601} %p [%t] %c: %m%n\n",
 		"log4j.properties": "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %c: %m%n\n",
 	}
 	for name, content := range files {
