@@ -193,12 +193,33 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 				keep(l.mgr.AMContainerPlaced(ctx, cid, node, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMHTTPPort), app.AMResource))
 			}
 		}
+		if att := snap.Attempt(attempt); att != nil && att.State == records.AttemptFinishing &&
+			time.Since(time.UnixMilli(att.FinishTime)) > finishingGrace {
+			// Unregistered but still running: stop it, as YARN does.
+			keep(l.delete(ctx, pod))
+			continue
+		}
 		if code, diag, ended := exited(pod); ended {
 			// An AM that exits without unregistering has failed, even with
 			// exit code 0.
 			keep(l.mgr.AMExited(ctx, attempt, code, diag))
 			// The ended pod has told its story; the next attempt gets its own.
 			keep(l.delete(ctx, pod))
+		}
+	}
+	// An AM whose pod is gone has exited: a retry, or the end of an
+	// unregistered (FINISHING) attempt.
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted, records.AppRunning}}) {
+		if app.UnmanagedAM || app.CurrentAttempt == 0 {
+			continue
+		}
+		id := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
+		att := snap.Attempt(id)
+		if att == nil || (att.State != records.AttemptLaunched && att.State != records.AttemptRunning && att.State != records.AttemptFinishing) {
+			continue
+		}
+		if !seen[records.ContainerID{Attempt: id, ID: 1}] {
+			keep(l.mgr.AMExited(ctx, id, records.ExitAborted, "Diagnostics: the AM container's pod was deleted"))
 		}
 	}
 	// A running container whose pod is gone was lost with it (evicted,
@@ -213,6 +234,10 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 	}
 	return firstErr
 }
+
+// finishingGrace is how long an AM may run after unregistering before its
+// pod is stopped (clients fetch the job's final state from it meanwhile).
+const finishingGrace = time.Minute
 
 // completedPodRetention is how long the pod of a completed container is
 // kept for its logs and status, as a NodeManager keeps a stopped

@@ -20,7 +20,8 @@ func liveAttempt(w interface {
 		return nil, nil, yarnerr.ApplicationNotFound(id.App.String())
 	}
 	att := w.Attempt(id)
-	if att == nil || app.CurrentAttempt != id.ID || att.FinishTime != 0 || app.State.Terminal() {
+	// A FINISHING attempt (unregistered, its AM still running) is still live.
+	if att == nil || app.CurrentAttempt != id.ID || (att.FinishTime != 0 && att.State != records.AttemptFinishing) || app.State.Terminal() {
 		return nil, nil, yarnerr.AttemptNotFound(id.String())
 	}
 	return app, att, nil
@@ -64,8 +65,11 @@ func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host str
 	return registered, err
 }
 
-// FinishAM records the AM's unregistration: the attempt and the
-// application finish with the final status the AM reports.
+// FinishAM records the AM's unregistration with the final status it
+// reports. As in YARN, an AM that runs in a container is FINISHING until
+// that container exits — clients still see the application RUNNING (with
+// its final status) and keep asking the AM for the job's last state — and
+// FINISHED after; an unmanaged AM finishes at once.
 func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final records.FinalStatus, diagnostics, trackingURL string) error {
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
@@ -80,6 +84,9 @@ func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final reco
 		a, t := *cur, *att
 		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics, t.TrackingURL = records.AttemptFinished, final, now, diagnostics, trackingURL
 		a.State, a.FinalStatus, a.FinishTime, a.Diagnostics, a.Progress = records.AppFinished, final, now, diagnostics, 1
+		if !a.UnmanagedAM {
+			t.State, a.State, a.FinishTime = records.AttemptFinishing, records.AppRunning, 0
+		}
 		if trackingURL != "" {
 			a.TrackingURL = trackingURL
 		}
@@ -128,6 +135,15 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 		}
 		now := m.opts.Now().UnixMilli()
 		a, t := *cur, *att
+		if t.State == records.AttemptFinishing {
+			// Unregistered, then exited: the application is done, with the
+			// status its AM reported.
+			t.State, a.State, a.FinishTime = records.AttemptFinished, records.AppFinished, now
+			if err := w.PutAttempt(&t); err != nil {
+				return err
+			}
+			return w.PutApplication(&a)
+		}
 		diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
 		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
 		if err := w.PutAttempt(&t); err != nil {

@@ -206,3 +206,35 @@ func TestAMExitRetriesThenFails(t *testing.T) {
 		t.Fatalf("after the last exit: %+v", a)
 	}
 }
+
+// An AM in a container is FINISHING after it unregisters, seen RUNNING
+// with its final status, until its container exits.
+func TestFinishingUntilAMExits(t *testing.T) {
+	mgr, _ := newManager(t, t.TempDir())
+	ctx := context.Background()
+	id := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, Submission{ID: id, User: "alice", AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	att := records.AttemptID{App: id, ID: 1}
+	if err := mgr.AMLaunched(ctx, att, records.ContainerID{Attempt: att, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.RegisterAM(ctx, att, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.FinishAM(ctx, att, records.FinalSucceeded, "done", ""); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := mgr.Application(id)
+	if app.State != records.AppRunning || app.FinalStatus != records.FinalSucceeded || mgr.Snapshot().Attempt(att).State != records.AttemptFinishing {
+		t.Fatalf("after unregister: %s/%s, attempt %s", app.State, app.FinalStatus, mgr.Snapshot().Attempt(att).State)
+	}
+	if err := mgr.AMExited(ctx, att, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	app, _ = mgr.Application(id)
+	if app.State != records.AppFinished || app.FinalStatus != records.FinalSucceeded || app.FinishTime == 0 {
+		t.Fatalf("after exit: %s/%s", app.State, app.FinalStatus)
+	}
+}

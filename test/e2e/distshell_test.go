@@ -169,6 +169,27 @@ func (y *yarnOnKube) watchPods(ctx context.Context, app func() string) (stop fun
 	}
 }
 
+// amSyslog is the end of an application's AM log, fetched as a user
+// would: through the RM's amContainerLogs link.
+func (y *yarnOnKube) amSyslog(name string) string {
+	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + y.appByName(name))
+	if err != nil {
+		return ""
+	}
+	var info struct {
+		App struct{ AMContainerLogs string }
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	r, err := http.Get(info.App.AMContainerLogs + "/syslog?start=-30000")
+	if err != nil {
+		return ""
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return "\nAM syslog:\n" + string(b)
+}
+
 // appByName finds an application's id by name through the REST API.
 func (y *yarnOnKube) appByName(name string) string {
 	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps")
@@ -287,19 +308,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err = cmd.Run()
 		if err != nil {
-			// The AM's own log, as a user would read it.
-			if resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + y.appByName("TeraGen")); err == nil {
-				var info struct {
-					App struct{ AMContainerLogs string }
-				}
-				json.NewDecoder(resp.Body).Decode(&info)
-				resp.Body.Close()
-				if r, err := http.Get(info.App.AMContainerLogs + "/syslog?start=-30000"); err == nil {
-					b, _ := io.ReadAll(r.Body)
-					r.Body.Close()
-					out.WriteString("\nAM syslog:\n" + string(b))
-				}
-			}
+			out.WriteString(y.amSyslog("TeraGen"))
 		}
 		Expect(err).NotTo(HaveOccurred(), out.String())
 		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("TeraGen"))
@@ -310,6 +319,25 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(ls).To(ContainSubstring("_SUCCESS"))
 		Expect(ls).To(ContainSubstring("part-m-00001"))
+	}, SpecTimeout(6*time.Minute))
+
+	It("runs an unmodified MapReduce job with a shuffle (pi: 2 maps, 1 reduce) to its result", func(ctx SpecContext) {
+		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
+		Expect(err).NotTo(HaveOccurred())
+		cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", ex, "pi", "2", "1000")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		if err != nil {
+			out.WriteString(y.amSyslog("QuasiMonteCarlo"))
+		}
+		Expect(err).NotTo(HaveOccurred(), out.String())
+		// The reducer fetched both maps' output from the node's shuffle
+		// service and summed it: pi is estimated, as on a real cluster.
+		Expect(out.String()).To(MatchRegexp(`Estimated value of Pi is 3\.1\d*`))
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("QuasiMonteCarlo"))
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 	}, SpecTimeout(6*time.Minute))
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
