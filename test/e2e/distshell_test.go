@@ -297,7 +297,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(json.Unmarshal([]byte(get("http://"+y.nmHTTP+"/ws/v1/node/containers/"+worker+"/logs")), &listing)).To(Succeed())
 		Expect(listing.ContainerLogsInfo.ContainerLogInfo).To(ContainElements(
 			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
-	}, SpecTimeout(5*time.Minute))
+	}, SpecTimeout(10*time.Minute)) // the first spec also runs the BeforeAll
 
 	It("runs an unmodified MapReduce job (teragen, maps only) to SUCCEEDED", func(ctx SpecContext) {
 		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")

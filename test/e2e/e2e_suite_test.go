@@ -5,9 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/weft-sh/weft/test/hadoop"
+	"github.com/weft-sh/weft/test/kube"
 )
 
 // binDir holds the weft binaries built once for the suite.
@@ -18,14 +22,31 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "Weft end-to-end")
 }
 
-var _ = SynchronizedBeforeSuite(func() []byte {
+// The suite's one-time work, bounded by its own timeout rather than the
+// first spec's: Weft's binaries, and on a fresh machine the builds the
+// suites share — the local Kubernetes (started, then stopped: each suite
+// brings it up and down), Weft's image in its containerd, and the pinned
+// Hadoop harnesses from Maven.
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	dir, err := os.MkdirTemp("", "weft-e2e-bin-")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(BuildBinaries(context.Background(), dir)).To(Succeed())
+	Expect(BuildBinaries(ctx, dir)).To(Succeed())
+	_, err = kube.Up(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(buildWeftImage(ctx)).To(Succeed())
+	Expect(kube.Down(ctx)).To(Succeed())
+	for _, v := range hadoop.Versions {
+		dist, err := hadoop.Client(ctx, v)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = dist.Home()
+		Expect(err).NotTo(HaveOccurred())
+	}
+	_, err = hadoop.MiniCluster(ctx, "3.4.1")
+	Expect(err).NotTo(HaveOccurred())
 	return []byte(dir)
 }, func(dir []byte) {
 	binDir = string(dir)
-})
+}, NodeTimeout(60*time.Minute))
 
 var _ = SynchronizedAfterSuite(func() {}, func() {
 	os.RemoveAll(binDir)

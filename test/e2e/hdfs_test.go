@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -69,7 +70,19 @@ var _ = Describe("MiniDFSCluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = w.Write([]byte("hello from go\n"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(w.Close()).To(Succeed())
+		// Close completes the file once the DataNodes have acknowledged its
+		// block; until then it reports ErrReplicating and is retried, as
+		// Java's DFSClient retries complete().
+		Eventually(func() error {
+			err := w.Close()
+			if errors.Is(err, hdfs.ErrReplicating) {
+				return err
+			}
+			if err != nil {
+				StopTrying("close").Wrap(err).Now()
+			}
+			return nil
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 		cat, errOut, err := client.Hadoop(ctx, conf, "alice", "fs", "-cat", "/user/alice/in/from-go.txt")
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(cat).To(Equal("hello from go\n"))
