@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -45,7 +46,7 @@ func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
 		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
 			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL})
 		kids := children[q.Name]
-		slices.SortFunc(kids, func(a, b *v1alpha1.Queue) int { return compare(a.Name, b.Name) })
+		slices.SortFunc(kids, func(a, b *v1alpha1.Queue) int { return cmp.Compare(a.Name, b.Name) })
 		var guaranteed, weights float64
 		for _, k := range kids {
 			guaranteed += milliCPU(k.Spec.Guaranteed)
@@ -92,14 +93,4 @@ func yarnState(s string) string {
 		return "STOPPED"
 	}
 	return "RUNNING"
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

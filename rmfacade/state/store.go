@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // Op is one durable change: a record's new encoding, or its deletion when
@@ -180,23 +182,11 @@ func (w *WriteTxn) DeleteApplication(id records.ApplicationID) error {
 type reader struct{ tx *memdb.Txn }
 
 func first[T any](r reader, table, index, key string) *T {
-	obj, err := r.tx.First(table, index, key)
-	if err != nil || obj == nil {
-		return nil
-	}
-	return obj.(*T)
+	return memkey.First[T](r.tx, table, index, key)
 }
 
 func all[T any](r reader, table, index string, args ...any) []*T {
-	it, err := r.tx.Get(table, index, args...)
-	if err != nil {
-		return nil
-	}
-	var out []*T
-	for obj := it.Next(); obj != nil; obj = it.Next() {
-		out = append(out, obj.(*T))
-	}
-	return out
+	return memkey.All[T](r.tx, table, index, args...)
 }
 
 // Application returns the application with the given id, or nil.
@@ -245,10 +235,10 @@ func (r reader) Applications(f ApplicationFilter) []*records.Application {
 		}
 	}
 	slices.SortFunc(out, func(a, b *records.Application) int {
-		if c := compareInt(a.ID.ClusterTimestamp, b.ID.ClusterTimestamp); c != 0 {
+		if c := cmp.Compare(a.ID.ClusterTimestamp, b.ID.ClusterTimestamp); c != 0 {
 			return c
 		}
-		return compareInt(int64(a.ID.ID), int64(b.ID.ID))
+		return cmp.Compare(a.ID.ID, b.ID.ID)
 	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
@@ -287,16 +277,6 @@ func (f ApplicationFilter) matches(a *records.Application) bool {
 	return true
 }
 
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Attempt returns the attempt with the given id, or nil.
 func (r reader) Attempt(id records.AttemptID) *records.Attempt {
 	return first[records.Attempt](r, TableAttempts, "id", id.String())
@@ -305,7 +285,7 @@ func (r reader) Attempt(id records.AttemptID) *records.Attempt {
 // AttemptsOf returns an application's attempts in id order.
 func (r reader) AttemptsOf(app records.ApplicationID) []*records.Attempt {
 	out := all[records.Attempt](r, TableAttempts, "app", app.String())
-	slices.SortFunc(out, func(a, b *records.Attempt) int { return compareInt(int64(a.ID.ID), int64(b.ID.ID)) })
+	slices.SortFunc(out, func(a, b *records.Attempt) int { return cmp.Compare(a.ID.ID, b.ID.ID) })
 	return out
 }
 
@@ -326,10 +306,10 @@ func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
 
 func sortContainers(cs []*records.Container) []*records.Container {
 	slices.SortFunc(cs, func(a, b *records.Container) int {
-		if c := compareInt(int64(a.ID.Attempt.ID), int64(b.ID.Attempt.ID)); c != 0 {
+		if c := cmp.Compare(a.ID.Attempt.ID, b.ID.Attempt.ID); c != 0 {
 			return c
 		}
-		return compareInt(a.ID.ID, b.ID.ID)
+		return cmp.Compare(a.ID.ID, b.ID.ID)
 	})
 	return cs
 }

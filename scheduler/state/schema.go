@@ -5,12 +5,12 @@
 package state
 
 import (
-	"fmt"
 	"strconv"
 
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // Table names.
@@ -42,32 +42,32 @@ type indexRow struct {
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: keyIndex(func(n *objects.Node) string { return n.ID })},
+			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(n *objects.Node) string { return n.ID })},
 		}},
 		TableApplications: {Name: TableApplications, Indexes: map[string]*memdb.IndexSchema{
-			indexID:    {Name: indexID, Unique: true, Indexer: keyIndex(func(a *objects.Application) string { return a.ID })},
-			indexQueue: {Name: indexQueue, Indexer: keyIndex(func(a *objects.Application) string { return a.Queue })},
+			indexID:    {Name: indexID, Unique: true, Indexer: memkey.Index(func(a *objects.Application) string { return a.ID })},
+			indexQueue: {Name: indexQueue, Indexer: memkey.Index(func(a *objects.Application) string { return a.Queue })},
 		}},
 		TableRequests: {Name: TableRequests, Indexes: map[string]*memdb.IndexSchema{
-			indexID:  {Name: indexID, Unique: true, Indexer: keyIndex(func(r *objects.Request) string { return r.ID })},
-			indexApp: {Name: indexApp, Indexer: keyIndex(func(r *objects.Request) string { return r.AppID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: keyIndex(func(r *objects.Request) string {
+			indexID:  {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *objects.Request) string { return r.ID })},
+			indexApp: {Name: indexApp, Indexer: memkey.Index(func(r *objects.Request) string { return r.AppID })},
+			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(r *objects.Request) string {
 				return queueTierKey(r.Queue, r.Tier)
 			})},
 		}},
 		TableAllocations: {Name: TableAllocations, Indexes: map[string]*memdb.IndexSchema{
-			indexID:   {Name: indexID, Unique: true, Indexer: keyIndex(func(a *objects.Allocation) string { return a.ID })},
-			indexApp:  {Name: indexApp, Indexer: keyIndex(func(a *objects.Allocation) string { return a.AppID })},
-			indexNode: {Name: indexNode, Indexer: keyIndex(func(a *objects.Allocation) string { return a.NodeID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: keyIndex(func(a *objects.Allocation) string {
+			indexID:   {Name: indexID, Unique: true, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.ID })},
+			indexApp:  {Name: indexApp, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.AppID })},
+			indexNode: {Name: indexNode, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.NodeID })},
+			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(a *objects.Allocation) string {
 				return queueTierKey(a.Queue, a.Tier)
 			})},
 		}},
 		TableQueues: {Name: TableQueues, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: keyIndex(func(q *objects.QueueUsage) string { return q.Path })},
+			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(q *objects.QueueUsage) string { return q.Path })},
 		}},
 		tableIndex: {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: keyIndex(func(r *indexRow) string { return r.Key })},
+			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *indexRow) string { return r.Key })},
 		}},
 	}}
 }
@@ -76,34 +76,4 @@ func schema() *memdb.DBSchema {
 // occur in a queue path, so keys of different queues never collide.
 func queueTierKey(queue string, tier objects.Tier) string {
 	return queue + "\x01" + strconv.Itoa(int(tier))
-}
-
-// keyIndexer indexes objects of type *T by a string derived from them;
-// memdb's reflection-based field indexers cannot reach computed keys and
-// are slower on the hot path.
-type keyIndexer[T any] struct{ key func(*T) string }
-
-func keyIndex[T any](key func(*T) string) memdb.Indexer { return keyIndexer[T]{key: key} }
-
-func (ix keyIndexer[T]) FromObject(obj any) (bool, []byte, error) {
-	o, ok := obj.(*T)
-	if !ok {
-		return false, nil, fmt.Errorf("indexer: unexpected %T", obj)
-	}
-	k := ix.key(o)
-	if k == "" {
-		return false, nil, nil
-	}
-	return true, []byte(k + "\x00"), nil
-}
-
-func (ix keyIndexer[T]) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("indexer: want one argument, got %d", len(args))
-	}
-	s, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("indexer: want a string, got %T", args[0])
-	}
-	return []byte(s + "\x00"), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // ErrNotFound is wrapped by writes that name a missing object.
@@ -305,23 +306,11 @@ type reader struct {
 }
 
 func first[T any](r reader, table, index, key string) *T {
-	obj, err := r.tx.First(table, index, key)
-	if err != nil || obj == nil {
-		return nil
-	}
-	return obj.(*T)
+	return memkey.First[T](r.tx, table, index, key)
 }
 
 func all[T any](r reader, table, index string, args ...any) []*T {
-	it, err := r.tx.Get(table, index, args...)
-	if err != nil {
-		return nil
-	}
-	var out []*T
-	for obj := it.Next(); obj != nil; obj = it.Next() {
-		out = append(out, obj.(*T))
-	}
-	return out
+	return memkey.All[T](r.tx, table, index, args...)
 }
 
 // Index is the store index of the last write this view contains.
