@@ -69,13 +69,7 @@ func (f *fixture) dial(t *testing.T, attempt records.AttemptID) (*ipc.Client, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := ipc.Dial(ctx, f.addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
-	if err == nil {
-		t.Cleanup(func() { c.Close() })
-	}
-	return c, err
+	return ipctest.Dial(t, f.addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
 }
 
 func call(c *ipc.Client, method string, req, resp proto.Message) error {

@@ -51,13 +51,10 @@ func start(t testing.TB) *fixture {
 
 func (f *fixture) dial(t testing.TB, user string, tok *ipc.Token) *ipc.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := ipc.Dial(ctx, f.addr, ipc.ClientOptions{User: user, Protocol: Protocol, Token: tok})
+	c, err := ipctest.Dial(t, f.addr, ipc.ClientOptions{User: user, Protocol: Protocol, Token: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
 	return c
 }
 

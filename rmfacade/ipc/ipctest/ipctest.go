@@ -39,3 +39,16 @@ func Serve(t testing.TB, opts ipc.Options, services ...*ipc.Service) string {
 	})
 	return ln.Addr().String()
 }
+
+// Dial connects to addr with opts, closing the client when the test ends.
+// The error is returned for tests of refused connections.
+func Dial(t testing.TB, addr string, opts ipc.ClientOptions) (*ipc.Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, addr, opts)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
