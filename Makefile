@@ -48,6 +48,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rmfacade/...
 	$(GO) run ./test/bench/rmrpc
+	$(GO) run ./test/bench/mrjobs
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

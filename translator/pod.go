@@ -310,7 +310,10 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 		}
 		for _, cs := range pod.Status.InitContainerStatuses {
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				code = records.ExitAborted
+				// YARN's INVALID, as a NodeManager reports a container
+				// whose resources failed to localize: it counts against
+				// the AM's attempts, where ABORTED would retry it forever.
+				code = records.ExitInvalid
 				diag = strings.TrimSpace("Localization failed: " + t.Message)
 			}
 		}

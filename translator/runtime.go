@@ -58,6 +58,17 @@ func AppLocalDir(root, user, app string) string {
 	return filepath.Join(root, "usercache", filepath.Base(user), "appcache", app)
 }
 
+// CacheRefsFile is where a container's localizer records the cache
+// entries it linked (localizer.WriteRefs).
+func CacheRefsFile(root, user, app, container string) string {
+	return filepath.Join(AppLocalDir(root, user, app), ".weft-cache-refs", container)
+}
+
+// CacheRefsGlob matches every container's CacheRefsFile under root.
+func CacheRefsGlob(root string) string {
+	return filepath.Join(root, "usercache", "*", "appcache", "*", ".weft-cache-refs", "*")
+}
+
 // LogDirOf is a container's log directory under a log root.
 func LogDirOf(root, app, container string) string {
 	return filepath.Join(root, app, container)
@@ -155,15 +166,24 @@ func (r Runtime) apply(pod *corev1.Pod, c ContainerSpec) {
 			HostPath: &corev1.HostPathVolumeSource{Path: cache, Type: &dirOrCreate}}})
 		// Localized resources are links into the cache, as in a NodeManager.
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "filecache", MountPath: CacheMount, ReadOnly: true})
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+		localize := corev1.Container{
 			Name: "localize", Image: r.LocalizerImage, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			Command: []string{"weft-localizer", "--resources", CredentialsDir + "/" + LocalResourcesKey, "--tokens", TokenFile,
-				"--work-dir", WorkDir, "--cache-dir", CacheMount, "--user", c.User},
+				"--work-dir", WorkDir, "--cache-dir", CacheMount, "--user", c.User, "--app", c.App},
 			// The localizer's memory is the container's: a NodeManager
 			// localizes within the container's budget too.
 			Resources: ctr.Resources,
 			VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}, {Name: "filecache", MountPath: CacheMount},
 				{Name: "credentials", MountPath: CredentialsDir, ReadOnly: true}},
-		})
+		}
+		if r.LocalRoot != "" {
+			// What the container links is recorded in its application's
+			// directory, where the node plugin's cache cleaner reads it
+			// and which goes when the application ends.
+			dir := AppLocalDir(r.LocalRoot, c.User, c.App)
+			localize.Command = append(localize.Command, "--refs-file", CacheRefsFile(r.LocalRoot, c.User, c.App, c.Container))
+			localize.VolumeMounts = append(localize.VolumeMounts, corev1.VolumeMount{Name: "local", MountPath: dir})
+		}
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, localize)
 	}
 }

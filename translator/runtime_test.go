@@ -68,7 +68,7 @@ func TestPodOutcome(t *testing.T) {
 		{"succeeded", corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: term(0, "Completed")}, records.ContainerComplete, 0, "Completed boom"},
 		{"failed", corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: term(3, "Error")}, records.ContainerComplete, 3, "Error boom"},
 		{"localization failed", corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: term(1, "Error")}, records.ContainerComplete,
-			records.ExitAborted, "Localization failed: boom"},
+			records.ExitInvalid, "Localization failed: boom"},
 		{"evicted", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}, records.ContainerComplete,
 			records.ExitPreempted, "Evicted low on memory"},
 	}

@@ -11,8 +11,10 @@
 // PATTERN jar is unpacked next to a copy of itself (MapReduce's class path
 // names both job.jar/job.jar and job.jar/classes/), and localized files
 // are executable. The cache is shared by every container on the node, so a
-// resource is fetched once per (URL, timestamp, type), and concurrent
-// localizers of one node coordinate through the cache directory alone.
+// resource is fetched once per (URL, timestamp, type) and visibility
+// scope, and concurrent localizers of one node coordinate through the cache
+// directory alone: a shared lock on an entry while linking it, an exclusive
+// one while fetching or (CacheCleaner) deleting it.
 package localizer
 
 import (
@@ -50,12 +52,25 @@ type FileSystem interface {
 // Options configures Localize.
 type Options struct {
 	// CacheDir is the node-wide cache. Each resource lives in
-	// <CacheDir>/<hash of URL, timestamp and type>/<source base name>, so a
+	// <scope>/<hash of URL, timestamp and type>/<source base name>, so a
 	// source changed since (with a new timestamp) is a different entry.
+	// The scope is the resource's visibility, as YARN keeps them apart:
+	// <CacheDir>/public for PUBLIC resources, <CacheDir>/private/<User>
+	// for PRIVATE ones and AppCacheDir(CacheDir, App) for APPLICATION
+	// ones.
 	CacheDir string
 	// User is who reads HDFS, with SIMPLE authentication; empty means the
-	// user this process runs as.
+	// user this process runs as. It names the scope of PRIVATE resources,
+	// which therefore need it.
 	User string
+	// App is the application the container belongs to
+	// (application_<cluster timestamp>_<n>). It names the scope of
+	// APPLICATION resources, which therefore need it, and is the
+	// visibility of resources that give none.
+	App string
+	// RefsFile, when set, receives the cache entries the container links
+	// (WriteRefs), which a CacheCleaner must keep while it lives.
+	RefsFile string
 	// HDFS opens the filesystem of a namenode (host:port). The default
 	// uses github.com/colinmarc/hdfs/v2. A FileSystem that is also an
 	// io.Closer is closed when Localize returns.
@@ -65,6 +80,90 @@ type Options struct {
 // defaultHDFSPort is the namenode's RPC port when a URL names none, as
 // fs.defaultFS conventionally does.
 const defaultHDFSPort = 8020
+
+// The scope directories of the cache, one per visibility.
+const (
+	publicScope  = "public"
+	privateScope = "private"
+	appScope     = "app"
+)
+
+// AppCacheDir is the directory holding the cached APPLICATION resources
+// of app.
+func AppCacheDir(cacheDir, app string) string {
+	return filepath.Join(cacheDir, appScope, app)
+}
+
+// RemoveApp deletes the cached APPLICATION resources of app, as a
+// NodeManager does when an application finishes. The directory is first
+// renamed aside, so that nothing ever finds a half-deleted entry where a
+// whole one was; a trash left by a crash is removed by CacheCleaner.
+func RemoveApp(cacheDir, app string) error {
+	if err := checkName("application id", app); err != nil {
+		return fmt.Errorf("remove application resources: %w", err)
+	}
+	trash, err := trashName(cacheDir)
+	if err != nil {
+		return fmt.Errorf("remove resources of %s: %w", app, err)
+	}
+	if err := os.Rename(AppCacheDir(cacheDir, app), trash); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // it had none, or they are gone already
+		}
+		return fmt.Errorf("remove resources of %s: %w", app, err)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("remove resources of %s: %w", app, err)
+	}
+	return nil
+}
+
+// scopeDir is the directory holding the cache entry of r. Separate
+// directories, rather than the visibility in the hash, keep one user's
+// PRIVATE resources from being found by anyone who knows their URL, and
+// let an application's resources go at once when it finishes.
+func scopeDir(cacheDir string, opts Options, r *yarnpb.LocalResourceProto) (string, error) {
+	v := r.GetVisibility()
+	if r.Visibility == nil {
+		// Unset is PUBLIC to protobuf, but YARN's own clients default
+		// to APPLICATION, the narrowest scope that lets the containers
+		// of one application share a fetch. Without an application
+		// there is no such scope to fall back to.
+		v = yarnpb.LocalResourceVisibilityProto_PUBLIC
+		if opts.App != "" {
+			v = yarnpb.LocalResourceVisibilityProto_APPLICATION
+		}
+	}
+	switch v {
+	case yarnpb.LocalResourceVisibilityProto_PUBLIC:
+		return filepath.Join(cacheDir, publicScope), nil
+	case yarnpb.LocalResourceVisibilityProto_PRIVATE:
+		if err := checkName("user", opts.User); err != nil {
+			return "", fmt.Errorf("PRIVATE resource: %w", err)
+		}
+		return filepath.Join(cacheDir, privateScope, opts.User), nil
+	case yarnpb.LocalResourceVisibilityProto_APPLICATION:
+		if err := checkName("application id", opts.App); err != nil {
+			return "", fmt.Errorf("APPLICATION resource: %w", err)
+		}
+		return AppCacheDir(cacheDir, opts.App), nil
+	}
+	return "", fmt.Errorf("unknown visibility %v", v)
+}
+
+// checkName refuses a user or application name that cannot be a single
+// directory's name: it would put entries outside their scope ("..",
+// "a/b"), or among the cache's own files (".trash-..."), or, in RemoveApp,
+// delete more than one application's resources.
+func checkName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("no %s", what)
+	case strings.HasPrefix(name, "."), strings.ContainsAny(name, "/\\\x00"), len(name) > 255:
+		return fmt.Errorf("invalid %s %q", what, name)
+	}
+	return nil
+}
 
 // Localize fetches resources into opts.CacheDir, unless already cached,
 // and links each into workDir under its key (which may name
@@ -101,15 +200,67 @@ func Localize(ctx context.Context, opts Options, resources []*yarnpb.StringLocal
 			}
 		}
 	}()
+	var refs []string
 	for _, kv := range resources {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("localize: %w", err)
 		}
-		if err := localizeOne(ctx, opts, cacheDir, hdfsClients, kv.GetKey(), kv.GetValue(), workDir); err != nil {
+		entry, err := localizeOne(ctx, opts, cacheDir, hdfsClients, kv.GetKey(), kv.GetValue(), workDir)
+		if err != nil {
 			return err
+		}
+		if rel, err := filepath.Rel(cacheDir, entry); err == nil {
+			refs = append(refs, rel)
+		}
+	}
+	if opts.RefsFile != "" {
+		if err := WriteRefs(opts.RefsFile, refs); err != nil {
+			return fmt.Errorf("localize: %w", err)
 		}
 	}
 	return nil
+}
+
+// WriteRefs records the cache entries (relative to the cache directory)
+// a container links, one per line, whole or not at all.
+func WriteRefs(name string, entries []string) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return fmt.Errorf("references: %w", err)
+	}
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(entries, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("references: %w", err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return fmt.Errorf("references: %w", err)
+	}
+	return nil
+}
+
+// RefsInUse reads the references files matching pattern (a
+// filepath.Glob pattern) and returns the entries they name, as
+// absolute paths under cacheDir: a CacheCleaner's InUse.
+func RefsInUse(cacheDir, pattern string) (map[string]bool, error) {
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("references: %w", err)
+	}
+	inUse := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the application ended meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("references: %w", err)
+		}
+		for _, rel := range strings.Split(string(b), "\n") {
+			if rel = strings.TrimSpace(rel); rel != "" && filepath.IsLocal(rel) {
+				inUse[filepath.Join(cacheDir, rel)] = true
+			}
+		}
+	}
+	return inUse, nil
 }
 
 // source is where a resource comes from.
@@ -122,10 +273,11 @@ type source struct {
 	path string
 }
 
-func localizeOne(ctx context.Context, opts Options, cacheDir string, hdfsClients map[string]FileSystem, key string, r *yarnpb.LocalResourceProto, workDir string) error {
+// localizeOne localizes one resource and returns its cache entry.
+func localizeOne(ctx context.Context, opts Options, cacheDir string, hdfsClients map[string]FileSystem, key string, r *yarnpb.LocalResourceProto, workDir string) (entry string, err error) {
 	u := r.GetResource()
 	url := URLString(u)
-	fail := func(err error) error { return fmt.Errorf("localize %q from %s: %w", key, url, err) }
+	fail := func(err error) (string, error) { return "", fmt.Errorf("localize %q from %s: %w", key, url, err) }
 	if u == nil {
 		return fail(errors.New("resource has no URL"))
 	}
@@ -161,14 +313,18 @@ func localizeOne(ctx context.Context, opts Options, cacheDir string, hdfsClients
 	default:
 		return fail(fmt.Errorf("unsupported filesystem scheme %q (want hdfs or file)", u.GetScheme()))
 	}
-	cached, err := cache(ctx, cacheDir, src, r)
+	scope, err := scopeDir(cacheDir, opts, r)
 	if err != nil {
 		return fail(err)
 	}
-	if err := link(workDir, rel, cached); err != nil {
+	err = cache(ctx, cacheDir, scope, src, r, func(cached string) error {
+		entry = filepath.Dir(cached)
+		return link(workDir, rel, cached)
+	})
+	if err != nil {
 		return fail(err)
 	}
-	return nil
+	return entry, nil
 }
 
 // URLString renders a URLProto as Hadoop prints the Path made from it
@@ -193,46 +349,90 @@ func URLString(u *yarnpb.URLProto) string {
 	return b.String()
 }
 
-// cache returns the cached copy of a resource, fetching it first if the
-// cache lacks it. Entries appear only by renaming a complete download into
-// place, so an entry that exists is whole; a lock per entry keeps the
-// localizers of concurrent containers from fetching one resource twice.
-func cache(ctx context.Context, cacheDir string, src source, r *yarnpb.LocalResourceProto) (string, error) {
+// cache hands the cached copy of a resource to use (which links it),
+// fetching it into the scope directory first if the cache lacks it.
+// Entries appear only by renaming a complete download into place, so an
+// entry that exists is whole. The entry's lock is held throughout: shared
+// for a cache hit, so the containers of a node link one entry at once,
+// exclusive for a fetch, so the localizers of concurrent containers do not
+// fetch one resource twice; either way a CacheCleaner, which needs the
+// exclusive lock, cannot delete the entry before it is linked.
+func cache(ctx context.Context, cacheDir, scope string, src source, r *yarnpb.LocalResourceProto, use func(cached string) error) error {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", src.id, r.GetTimestamp(), r.GetType())))
-	entry := filepath.Join(cacheDir, hex.EncodeToString(sum[:16]))
+	entry := filepath.Join(scope, hex.EncodeToString(sum[:16]))
 	target := filepath.Join(entry, baseName(src.path))
-	if _, err := os.Lstat(entry); err == nil {
-		return target, nil
+	if err := os.MkdirAll(scope, 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, entry+".lock")
+	unlock, err := lockFile(ctx, entry+".lock", syscall.LOCK_SH)
 	if err != nil {
-		return "", err
+		return err
+	}
+	hit, err := useCached(entry, target, use)
+	unlock()
+	if hit || err != nil {
+		return err
+	}
+	// flock cannot upgrade a lock atomically, so the entry is looked for
+	// again once ours is exclusive.
+	unlock, err = lockFile(ctx, entry+".lock", syscall.LOCK_EX)
+	if err != nil {
+		return err
 	}
 	defer unlock()
-	if _, err := os.Lstat(entry); err == nil {
-		return target, nil // fetched by another localizer while we waited
+	if hit, err := useCached(entry, target, use); hit || err != nil {
+		return err // fetched by another localizer while we waited
 	}
 	tmp, err := os.MkdirTemp(cacheDir, ".fetch-")
 	if err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	if err := download(ctx, cacheDir, src, r, filepath.Join(tmp, baseName(src.path))); err != nil {
-		return "", err
+		return err
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: %w", err)
 	}
 	if err := os.Rename(tmp, entry); err != nil {
 		// Someone not holding our lock (a localizer of another design,
 		// or a lock on a filesystem without flock) may have won; theirs
 		// is as good as ours.
-		if _, serr := os.Lstat(entry); serr == nil {
-			return target, nil
+		if hit, _ := useCached(entry, target, use); hit {
+			return nil
 		}
-		return "", fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: %w", err)
 	}
-	return target, nil
+	return useEntry(entry, target, use)
+}
+
+// useCached is useEntry if the entry exists; hit tells whether it did.
+// The caller holds the entry's lock.
+func useCached(entry, target string, use func(string) error) (hit bool, err error) {
+	if _, err := os.Lstat(entry); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("cache: %w", err)
+	}
+	return true, useEntry(entry, target, use)
+}
+
+// useEntry hands target to use, then records the use as the entry
+// directory's modification time, which nothing else changes once the
+// entry is in place: CacheCleaner deletes the least recently used entries
+// first, and none used lately. It is recorded after linking, so that a
+// cleaner that listed the links of the node's containers before this one
+// was made finds the entry used since it began.
+func useEntry(entry, target string, use func(string) error) error {
+	if err := use(target); err != nil {
+		return err
+	}
+	now := time.Now()
+	if err := os.Chtimes(entry, now, now); err != nil {
+		return fmt.Errorf("cache: mark used: %w", err)
+	}
+	return nil
 }
 
 // baseName is the name a resource has in its cache entry: its source's,
@@ -245,23 +445,24 @@ func baseName(p string) string {
 	return b
 }
 
-// lockFile takes an exclusive flock on name, polling so that ctx can end
-// the wait. The lock file stays: removing it would let a later localizer
-// lock a different inode than one still waiting.
-func lockFile(ctx context.Context, name string) (unlock func(), err error) {
+// lockFile takes a flock on name, shared or exclusive as how
+// (syscall.LOCK_SH or LOCK_EX) says, polling so that ctx can end the wait.
+// The lock file stays: removing it would let a later localizer lock a
+// different inode than one still waiting.
+func lockFile(ctx context.Context, name string, how int) (unlock func(), err error) {
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("cache lock: %w", err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			// Closing the file releases the lock.
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		ok, err := flock(f, how)
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("cache lock %s: %w", name, err)
+		}
+		if ok {
+			// Closing the file releases the lock.
+			return func() { f.Close() }, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -272,6 +473,36 @@ func lockFile(ctx context.Context, name string) (unlock func(), err error) {
 	}
 }
 
+// tryLockFile is lockFile without the wait: ok is false, and unlock nil,
+// when another holds a conflicting lock.
+func tryLockFile(name string, how int) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("cache lock: %w", err)
+	}
+	ok, err = flock(f, how)
+	if err != nil || !ok {
+		f.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("cache lock %s: %w", name, err)
+		}
+		return nil, false, nil
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// flock tries once to lock f; ok is false when the lock is busy.
+func flock(f *os.File, how int) (ok bool, err error) {
+	err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EINTR):
+		return false, nil
+	}
+	return false, err
+}
+
 // download verifies a resource and fetches it to dst, unpacking it as its
 // type and name say, as FSDownload.verifyAndCopy and unpack do.
 func download(ctx context.Context, cacheDir string, src source, r *yarnpb.LocalResourceProto, dst string) error {
@@ -279,10 +510,17 @@ func download(ctx context.Context, cacheDir string, src source, r *yarnpb.LocalR
 	if err != nil {
 		return fmt.Errorf("stat: %w", err)
 	}
-	// FSDownload compares the timestamp, always (0 included), and not the
-	// size.
+	// FSDownload compares the timestamp, always (0 included), so that is
+	// checked first, and its message is the one a job sees.
 	if mtime := fi.ModTime().UnixMilli(); mtime != r.GetTimestamp() {
 		return fmt.Errorf("Resource %s changed on src filesystem (expected %d, was %d)", src.url, r.GetTimestamp(), mtime)
+	}
+	// FSDownload does not compare the size, but a file whose size is not
+	// the one recorded has changed all the same (rewritten within the
+	// same millisecond, or copied with its time kept). Clients that do
+	// not know the size record 0 or -1, and a directory has none.
+	if want := r.GetSize(); want > 0 && !fi.IsDir() && fi.Size() != want {
+		return fmt.Errorf("Resource %s changed on src filesystem (expected size %d, was %d)", src.url, want, fi.Size())
 	}
 	if fi.IsDir() {
 		// A directory is copied whatever its type, as FSDownload does.
@@ -474,11 +712,11 @@ func link(workDir, rel, target string) error {
 		return fmt.Errorf("link: %w", err)
 	}
 	name := filepath.Join(workDir, filepath.FromSlash(rel))
-	var suffix [6]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
+	suffix, err := randomSuffix()
+	if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	tmp := filepath.Join(filepath.Dir(name), ".weft-link-"+hex.EncodeToString(suffix[:]))
+	tmp := filepath.Join(filepath.Dir(name), ".weft-link-"+suffix)
 	if err := os.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
@@ -487,4 +725,13 @@ func link(workDir, rel, target string) error {
 		return fmt.Errorf("link: %w", err)
 	}
 	return nil
+}
+
+// randomSuffix makes the names of files set aside unique.
+func randomSuffix() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,10 +114,12 @@ func mtime(t *testing.T, p string) int64 {
 	return fi.ModTime().UnixMilli()
 }
 
+// resource is a PUBLIC resource, the one visibility that needs neither a
+// user nor an application; TestScopes tries the others.
 func resource(key string, u *yarnpb.URLProto, ts int64, typ yarnpb.LocalResourceTypeProto) *yarnpb.StringLocalResourceMapProto {
 	return &yarnpb.StringLocalResourceMapProto{Key: &key, Value: &yarnpb.LocalResourceProto{
 		Resource: u, Timestamp: &ts, Type: &typ,
-		Visibility: yarnpb.LocalResourceVisibilityProto_APPLICATION.Enum(),
+		Visibility: yarnpb.LocalResourceVisibilityProto_PUBLIC.Enum(),
 	}}
 }
 
@@ -311,6 +314,52 @@ func TestLocalize(t *testing.T) {
 		},
 		wantErr: []string{"changed on src filesystem (expected 0, was "},
 	}, {
+		name: "size equal to the source's",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			p := filepath.Join(src, "x.txt")
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("x.txt", fileURL(p), writeSource(t, p, []byte("xyz")), FILE), 3)}
+		},
+		check: func(t *testing.T, work string) { wantFile(t, filepath.Join(work, "x.txt"), "xyz", true) },
+	}, {
+		name: "size unknown (-1) not checked",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			p := filepath.Join(src, "x.txt")
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("x.txt", fileURL(p), writeSource(t, p, []byte("xyz")), FILE), -1)}
+		},
+		check: func(t *testing.T, work string) { wantFile(t, filepath.Join(work, "x.txt"), "xyz", true) },
+	}, {
+		name: "size of a directory not checked",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			d := filepath.Join(src, "conf")
+			writeSource(t, filepath.Join(d, "core-site.xml"), []byte("core"))
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("conf", fileURL(d), mtime(t, d), FILE), 12345)}
+		},
+		check: func(t *testing.T, work string) {
+			wantFile(t, filepath.Join(work, "conf", "core-site.xml"), "core", true)
+		},
+	}, {
+		name: "size differs from the source's",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			p := filepath.Join(src, "x.txt")
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("x.txt", fileURL(p), writeSource(t, p, []byte("x")), FILE), 5)}
+		},
+		wantErr: []string{`localize "x.txt"`, " changed on src filesystem (expected size 5, was 1)"},
+	}, {
+		name: "archive size checked before unpacking",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			p := filepath.Join(src, "app.zip")
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("app", fileURL(p), writeSource(t, p, zipBytes(t, archive)), ARCHIVE), 1)}
+		},
+		wantErr: []string{"changed on src filesystem (expected size 1, was "},
+	}, {
+		name: "timestamp checked before size",
+		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
+			p := filepath.Join(src, "x.txt")
+			writeSource(t, p, []byte("x"))
+			return []*yarnpb.StringLocalResourceMapProto{withSize(resource("x.txt", fileURL(p), 0, FILE), 5)}
+		},
+		wantErr: []string{"changed on src filesystem (expected 0, was "},
+	}, {
 		name: "missing source",
 		setup: func(t *testing.T, src string) []*yarnpb.StringLocalResourceMapProto {
 			return []*yarnpb.StringLocalResourceMapProto{resource("gone", fileURL(filepath.Join(src, "gone")), 1, FILE)}
@@ -417,13 +466,21 @@ func TestLocalize(t *testing.T) {
 }
 
 // noLeftovers checks that the cache holds only complete entries and their
-// locks: no downloads or half-unpacked trees.
+// locks: no downloads, half-unpacked trees or trash, at its top or beside
+// the entries of a scope.
 func noLeftovers(t *testing.T, cache string) {
 	t.Helper()
-	entries, _ := os.ReadDir(cache)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			t.Errorf("cache holds leftover %s", e.Name())
+	dirs := []string{cache, filepath.Join(cache, "public")}
+	for _, scope := range []string{"private", "app"} {
+		subs, _ := filepath.Glob(filepath.Join(cache, scope, "*"))
+		dirs = append(dirs, subs...)
+	}
+	for _, dir := range dirs {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") {
+				t.Errorf("cache holds leftover %s", filepath.Join(dir, e.Name()))
+			}
 		}
 	}
 }
@@ -437,6 +494,28 @@ func TestTimestampMessage(t *testing.T) {
 	want := fmt.Sprintf("Resource file:%s changed on src filesystem (expected 42, was %d)", p, ts)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one with %q", err, want)
+	}
+}
+
+// withSize records the source's size in r, as YARN's clients do.
+func withSize(r *yarnpb.StringLocalResourceMapProto, size int64) *yarnpb.StringLocalResourceMapProto {
+	r.Value.Size = &size
+	return r
+}
+
+func TestSizeMessage(t *testing.T) {
+	dir := t.TempDir()
+	const ts = 1700000000123
+	fake := &fakeHDFS{files: map[string]fakeFile{"/apps/lib.jar": {data: "0123456789", mtime: ts}}}
+	opts := Options{CacheDir: filepath.Join(dir, "cache"), HDFS: func(context.Context, string, string) (FileSystem, error) { return fake, nil }}
+	rs := []*yarnpb.StringLocalResourceMapProto{withSize(hdfsResource("lib.jar", "nn", 0, "/apps/lib.jar", ts, yarnpb.LocalResourceTypeProto_FILE), 11)}
+	err := Localize(context.Background(), opts, rs, filepath.Join(dir, "work"))
+	want := `localize "lib.jar" from hdfs://nn/apps/lib.jar: Resource hdfs://nn/apps/lib.jar changed on src filesystem (expected size 11, was 10)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if fake.opens != 0 {
+		t.Errorf("fetched %d times, want none", fake.opens)
 	}
 }
 
@@ -683,5 +762,191 @@ func TestURLString(t *testing.T) {
 		if got := URLString(tc.u); got != tc.want {
 			t.Errorf("URLString(%v) = %q, want %q", tc.u, got, tc.want)
 		}
+	}
+}
+
+// linkedEntry returns the cache entry a localized key links into.
+func linkedEntry(t *testing.T, work, key string) string {
+	t.Helper()
+	to, err := os.Readlink(filepath.Join(work, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(to)
+}
+
+func TestScopes(t *testing.T) {
+	const app = "application_1_0001"
+	var (
+		PUBLIC      = yarnpb.LocalResourceVisibilityProto_PUBLIC.Enum()
+		PRIVATE     = yarnpb.LocalResourceVisibilityProto_PRIVATE.Enum()
+		APPLICATION = yarnpb.LocalResourceVisibilityProto_APPLICATION.Enum()
+	)
+	tests := []struct {
+		name       string
+		visibility *yarnpb.LocalResourceVisibilityProto // nil leaves it unset
+		user, app  string
+		wantScope  string // beneath the cache
+		wantErr    string
+	}{
+		{name: "public", visibility: PUBLIC, user: "alice", app: app, wantScope: "public"},
+		{name: "public without user or app", visibility: PUBLIC, wantScope: "public"},
+		{name: "private", visibility: PRIVATE, user: "alice", app: app, wantScope: "private/alice"},
+		{name: "private of a Kerberos principal", visibility: PRIVATE, user: "alice@EXAMPLE.COM", wantScope: "private/alice@EXAMPLE.COM"},
+		{name: "application", visibility: APPLICATION, user: "alice", app: app, wantScope: "app/" + app},
+		{name: "unset with an application", user: "alice", app: app, wantScope: "app/" + app},
+		{name: "unset without one", user: "alice", wantScope: "public"},
+		{name: "private without user", visibility: PRIVATE, app: app, wantErr: "PRIVATE resource: no user"},
+		{name: "private of user ..", visibility: PRIVATE, user: "..", wantErr: `PRIVATE resource: invalid user ".."`},
+		{name: "private of user a/b", visibility: PRIVATE, user: "a/b", wantErr: `invalid user "a/b"`},
+		{name: "private of a hidden user", visibility: PRIVATE, user: ".trash-x", wantErr: `invalid user ".trash-x"`},
+		{name: "application without app", visibility: APPLICATION, user: "alice", wantErr: "APPLICATION resource: no application id"},
+		{name: "application ../public", visibility: APPLICATION, app: "../public", wantErr: `invalid application id "../public"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cache, work := filepath.Join(dir, "cache"), filepath.Join(dir, "work")
+			p := filepath.Join(dir, "x.txt")
+			r := resource("x.txt", fileURL(p), writeSource(t, p, []byte("x")), yarnpb.LocalResourceTypeProto_FILE)
+			r.Value.Visibility = tc.visibility
+			err := Localize(context.Background(), Options{CacheDir: cache, User: tc.user, App: tc.app}, []*yarnpb.StringLocalResourceMapProto{r}, work)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
+				}
+				if _, err := os.Lstat(filepath.Join(work, "x.txt")); err == nil {
+					t.Error("x.txt linked all the same")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := linkedEntry(t, work, "x.txt")
+			if got, want := filepath.Dir(entry), filepath.Join(cache, filepath.FromSlash(tc.wantScope)); got != want {
+				t.Errorf("cached in %s, want %s", got, want)
+			}
+			if _, err := os.Stat(entry + ".lock"); err != nil {
+				t.Errorf("entry's lock: %v", err)
+			}
+			noLeftovers(t, cache)
+		})
+	}
+}
+
+func TestRemoveApp(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "x.txt")
+	ts := writeSource(t, p, []byte("x"))
+	appRes := resource("x.txt", fileURL(p), ts, yarnpb.LocalResourceTypeProto_FILE)
+	appRes.Value.Visibility = yarnpb.LocalResourceVisibilityProto_APPLICATION.Enum()
+	pubRes := resource("pub.txt", fileURL(p), ts, yarnpb.LocalResourceTypeProto_FILE)
+	rs := []*yarnpb.StringLocalResourceMapProto{appRes, pubRes}
+	entries := map[string]string{}
+	for _, app := range []string{"application_1_0001", "application_1_0002"} {
+		work := filepath.Join(dir, app)
+		if err := Localize(context.Background(), Options{CacheDir: cache, App: app}, rs, work); err != nil {
+			t.Fatal(err)
+		}
+		entries[app] = linkedEntry(t, work, "x.txt")
+		entries["public"] = linkedEntry(t, work, "pub.txt")
+	}
+	if err := RemoveApp(cache, "application_1_0001"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(AppCacheDir(cache, "application_1_0001")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("application_1_0001's resources: %v, want them gone", err)
+	}
+	for _, kept := range []string{"application_1_0002", "public"} {
+		if _, err := os.Stat(entries[kept]); err != nil {
+			t.Errorf("%s's entry: %v", kept, err)
+		}
+	}
+	if err := RemoveApp(cache, "application_1_0001"); err != nil {
+		t.Errorf("RemoveApp again: %v, want nothing to do", err)
+	}
+	for _, bad := range []string{"", ".", "..", "../app", "a/b"} {
+		if err := RemoveApp(cache, bad); err == nil {
+			t.Errorf("RemoveApp(%q) succeeded", bad)
+		}
+	}
+	if _, err := os.Stat(entries["application_1_0002"]); err != nil {
+		t.Errorf("application_1_0002's entry: %v", err)
+	}
+	noLeftovers(t, cache)
+}
+
+// TestMarksUse checks that a fetch and a cache hit both mark the entry
+// used, the last use being what CacheCleaner goes by.
+func TestMarksUse(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "x.txt")
+	rs := []*yarnpb.StringLocalResourceMapProto{resource("x.txt", fileURL(p), writeSource(t, p, []byte("x")), yarnpb.LocalResourceTypeProto_FILE)}
+	before := time.Now().Add(-time.Second)
+	if err := Localize(context.Background(), Options{CacheDir: cache}, rs, filepath.Join(dir, "work1")); err != nil {
+		t.Fatal(err)
+	}
+	entry := linkedEntry(t, filepath.Join(dir, "work1"), "x.txt")
+	fi, err := os.Stat(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.ModTime().Before(before) {
+		t.Errorf("fetched entry last used %v, want since %v", fi.ModTime(), before)
+	}
+	long := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(entry, long, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := Localize(context.Background(), Options{CacheDir: cache}, rs, filepath.Join(dir, "work2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkedEntry(t, filepath.Join(dir, "work2"), "x.txt"); got != entry {
+		t.Fatalf("second localization linked %s, want the cached %s", got, entry)
+	}
+	if fi, err = os.Stat(entry); err != nil {
+		t.Fatal(err)
+	}
+	if fi.ModTime().Before(before) {
+		t.Errorf("cache hit left the entry last used %v, want since %v", fi.ModTime(), before)
+	}
+}
+
+// TestCacheHitLock checks which locks a cache hit waits for: not another
+// localizer's shared one, but a cleaner's exclusive one.
+func TestCacheHitLock(t *testing.T) {
+	tests := []struct {
+		name    string
+		how     int
+		wantErr error
+	}{
+		{"shared lock held by another localizer", syscall.LOCK_SH, nil},
+		{"exclusive lock held by a cleaner", syscall.LOCK_EX, context.DeadlineExceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cache := filepath.Join(dir, "cache")
+			p := filepath.Join(dir, "x.txt")
+			rs := []*yarnpb.StringLocalResourceMapProto{resource("x.txt", fileURL(p), writeSource(t, p, []byte("x")), yarnpb.LocalResourceTypeProto_FILE)}
+			if err := Localize(context.Background(), Options{CacheDir: cache}, rs, filepath.Join(dir, "work1")); err != nil {
+				t.Fatal(err)
+			}
+			entry := linkedEntry(t, filepath.Join(dir, "work1"), "x.txt")
+			unlock, err := lockFile(context.Background(), entry+".lock", tc.how)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err = Localize(ctx, Options{CacheDir: cache}, rs, filepath.Join(dir, "work2"))
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Localize: %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }

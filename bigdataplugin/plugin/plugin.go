@@ -17,11 +17,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/weft-sh/weft/bigdataplugin/janitor"
+	"github.com/weft-sh/weft/bigdataplugin/localizer"
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
 	"github.com/weft-sh/weft/bigdataplugin/shuffle"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator"
 )
 
 // Config configures the plugin.
@@ -36,9 +39,24 @@ type Config struct {
 	// shared with the RM.
 	NMKeySecret string
 	NMKeyFile   string
-	Kubernetes  *rest.Config
-	NodeManager nodemanager.Options
-	Logger      *slog.Logger
+	// RMWebAddress is the ResourceManager's REST address
+	// (yarn.resourcemanager.webapp.address): the janitor asks it which
+	// applications ended. Empty leaves ended applications' files alone.
+	RMWebAddress string
+	// LogRetention keeps ended applications' logs this long
+	// (yarn.nodemanager.log.retain-seconds).
+	LogRetention time.Duration
+	// CleanupInterval is how often the janitor looks for ended
+	// applications.
+	CleanupInterval time.Duration
+	// CacheTargetSize is the size the localizer cache is kept under
+	// (yarn.nodemanager.localizer.cache.target-size-mb), cleaned every
+	// CacheCleanupInterval (…cache.cleanup.interval-ms).
+	CacheTargetSize      int64
+	CacheCleanupInterval time.Duration
+	Kubernetes           *rest.Config
+	NodeManager          nodemanager.Options
+	Logger               *slog.Logger
 }
 
 // Plugin is a bound, not yet serving, node plugin.
@@ -51,6 +69,9 @@ type Plugin struct {
 	web    *http.Server
 	lnShuf net.Listener
 	shuf   *http.Server
+	// janitor removes ended applications' files and keeps the
+	// localizer cache under its size.
+	janitor *janitor.Janitor
 }
 
 // New binds the listener.
@@ -109,7 +130,37 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	web := &http.Server{Handler: nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	shuf := &http.Server{Handler: opts.Shuffle, ReadHeaderTimeout: 10 * time.Second}
-	return &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf}, nil
+	p := &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf}
+	jopts := janitor.Options{
+		LocalRoot: opts.Runtime.LocalRoot, LogRoot: opts.Runtime.LogRoot,
+		LogRetention: cfg.LogRetention, Interval: cfg.CleanupInterval, CacheInterval: cfg.CacheCleanupInterval,
+		Pods:     janitor.KubePods{Client: client, Namespace: opts.Namespace, Node: opts.NodeName},
+		AppEnded: opts.Shuffle.Forget,
+		RemoveAppCache: func(app string) error {
+			return localizer.RemoveApp(opts.Runtime.CacheDir, app)
+		},
+		Logger: cfg.Logger,
+	}
+	if cfg.RMWebAddress != "" {
+		jopts.Apps = janitor.RMWeb{Address: cfg.RMWebAddress}
+	}
+	if cfg.CacheTargetSize > 0 && opts.Runtime.CacheDir != "" {
+		cleaner := &localizer.CacheCleaner{
+			Dir: opts.Runtime.CacheDir, TargetSize: cfg.CacheTargetSize, MinAge: 5 * time.Minute,
+			InUse: func(context.Context) (map[string]bool, error) {
+				return localizer.RefsInUse(opts.Runtime.CacheDir, translator.CacheRefsGlob(opts.Runtime.LocalRoot))
+			},
+		}
+		jopts.Cache = func(ctx context.Context) error {
+			stats, err := cleaner.Clean(ctx)
+			if stats.Removed > 0 {
+				cfg.Logger.Info("localizer cache cleaned", "entries", stats.Entries, "removed", stats.Removed, "size", stats.Size, "freed", stats.Freed)
+			}
+			return err
+		}
+	}
+	p.janitor = janitor.New(jopts)
+	return p, nil
 }
 
 // readKey waits briefly for the RM to create the shared key, so the two
@@ -139,6 +190,9 @@ func (p *Plugin) Serve(ctx context.Context) error {
 	go func() { errc <- p.srv.Serve(p.ln) }()
 	go func() { errc <- p.web.Serve(p.lnHTTP) }()
 	go func() { errc <- p.shuf.Serve(p.lnShuf) }()
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	go p.janitor.Run(bg)
 	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String(), "http", p.lnHTTP.Addr().String())
 	var err error
 	select {

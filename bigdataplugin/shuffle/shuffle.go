@@ -85,6 +85,19 @@ func (s *Service) Register(app, user string, serviceData []byte) error {
 		return fmt.Errorf("shuffle: job token: %w", err)
 	}
 	job := "job_" + strings.TrimPrefix(app, "application_")
+	// The token is kept in the application's directory too, as a
+	// NodeManager's recovery store keeps it: a restarted plugin still
+	// serves the running job's reducers, and the file goes with the
+	// application's directory when it finishes.
+	if s.LocalRoot != "" {
+		dir := AppDir(s.LocalRoot, user, app)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("shuffle: keep job token: %w", err)
+		}
+		if err := writeFileAtomic(filepath.Join(dir, tokenFile), serviceData, 0o600); err != nil {
+			return fmt.Errorf("shuffle: keep job token: %w", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
@@ -92,6 +105,53 @@ func (s *Service) Register(app, user string, serviceData []byte) error {
 	}
 	s.tokens[job] = jobToken{user: user, secret: secret}
 	return nil
+}
+
+// tokenFile is the job token's file in an application's directory.
+const tokenFile = ".shuffle-jobtoken"
+
+// Forget drops a finished application's token, as ShuffleHandler's
+// stopApplication does.
+func (s *Service) Forget(app string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, "job_"+strings.TrimPrefix(app, "application_"))
+}
+
+// token finds a job's token: in memory, or kept by an earlier run of the
+// plugin in the application's directory.
+func (s *Service) token(job string) (jobToken, bool) {
+	s.mu.RLock()
+	tok, ok := s.tokens[job]
+	s.mu.RUnlock()
+	if ok || s.LocalRoot == "" {
+		return tok, ok
+	}
+	app := "application_" + strings.TrimPrefix(job, "job_")
+	files, _ := filepath.Glob(filepath.Join(s.LocalRoot, "usercache", "*", "appcache", app, tokenFile))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		user := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))
+		if s.Register(app, user, data) == nil {
+			s.mu.RLock()
+			tok, ok = s.tokens[job]
+			s.mu.RUnlock()
+			return tok, ok
+		}
+	}
+	return jobToken{}, false
+}
+
+// writeFileAtomic writes a file whole or not at all.
+func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
 }
 
 // readBytes reads a Hadoop vint-prefixed byte array.
@@ -199,9 +259,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			mapIDs = append(mapIDs, id)
 		}
 	}
-	s.mu.RLock()
-	tok, ok := s.tokens[job]
-	s.mu.RUnlock()
+	tok, ok := s.token(job)
 	if !ok {
 		http.Error(w, "Verification of the hashReply failed", http.StatusUnauthorized)
 		return

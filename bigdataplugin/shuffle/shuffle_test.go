@@ -111,4 +111,18 @@ func TestMapOutput(t *testing.T) {
 	if resp, _ := fetch(secret, 7); resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("missing partition: %d", resp.StatusCode)
 	}
+
+	// A restarted plugin (a new Service on the same directories) still
+	// serves the running job: the token was kept in the app's directory.
+	srv.Config.Handler = &Service{LocalRoot: root, Port: 13562}
+	if resp, body := fetch(secret, 0); resp.StatusCode != http.StatusOK {
+		t.Errorf("after a restart: status %d: %s", resp.StatusCode, body)
+	}
+	// Once the application finished, its token is gone with its directory.
+	restarted := srv.Config.Handler.(*Service)
+	restarted.Forget(app)
+	os.RemoveAll(AppDir(root, "alice", app))
+	if resp, _ := fetch(secret, 0); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("after the application finished: %d", resp.StatusCode)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,9 +39,15 @@ func main() {
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores (as weft-rm's)")
 	flag.StringVar(&cfg.ShuffleAddress, "shuffle-address", "127.0.0.1:13562", "MapReduce shuffle service address (mapreduce.shuffle.port)")
 	flag.StringVar(&cfg.HTTPAddress, "http-address", "127.0.0.1:8042", "containers' logs over HTTP (yarn.nodemanager.webapp.address)")
+	flag.StringVar(&cfg.RMWebAddress, "rm-webapp-address", "", "weft-rm's REST address (yarn.resourcemanager.webapp.address), asked which applications ended so their files can go; empty keeps them")
+	flag.DurationVar(&cfg.LogRetention, "log-retention", 3*time.Hour, "how long ended applications' container logs are kept (yarn.nodemanager.log.retain-seconds)")
+	flag.DurationVar(&cfg.CleanupInterval, "cleanup-interval", time.Minute, "how often ended applications' files are looked for")
+	cacheMB := flag.Int64("localizer-cache-target-size-mb", 10240, "size the localized-resource cache is kept under, LRU first (yarn.nodemanager.localizer.cache.target-size-mb)")
+	flag.DurationVar(&cfg.CacheCleanupInterval, "localizer-cache-cleanup-interval", 10*time.Minute, "how often the cache is cleaned (yarn.nodemanager.localizer.cache.cleanup.interval-ms)")
 	cfg.NodeManager.Runtime.AddFlags(flag.CommandLine)
 	flag.Parse()
 
+	cfg.CacheTargetSize = *cacheMB << 20
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	p, err := translator.ProfileByName(profile)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -199,10 +198,10 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			keep(l.delete(ctx, pod))
 			continue
 		}
-		if code, diag, ended := exited(pod); ended {
+		if code, diag, st := translator.PodOutcome(pod); st == records.ContainerComplete {
 			// An AM that exits without unregistering has failed, even with
 			// exit code 0.
-			keep(l.mgr.AMExited(ctx, attempt, code, diag))
+			keep(l.mgr.AMExited(ctx, attempt, code, "Diagnostics: "+diag))
 			// The ended pod has told its story; the next attempt gets its own.
 			keep(l.delete(ctx, pod))
 		}
@@ -273,21 +272,6 @@ func (l *Launcher) syncContainer(ctx context.Context, snap *state.Snapshot, app 
 		return l.mgr.ContainerRunning(ctx, id)
 	}
 	return nil
-}
-
-// exited reports whether a pod's container ended, with its exit code and
-// what Kubernetes said about it.
-func exited(pod *corev1.Pod) (int32, string, bool) {
-	if pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
-		return 0, "", false
-	}
-	code, diag := int32(-1), pod.Status.Reason+" "+pod.Status.Message
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			code, diag = t.ExitCode, fmt.Sprintf("%s %s", t.Reason, t.Message)
-		}
-	}
-	return code, "Diagnostics: " + strings.TrimSpace(diag), true
 }
 
 // delete removes a pod and its credentials Secret.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,115 +20,33 @@ import (
 
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 
-// yarnOnKube is Weft deployed as processes beside a local cluster, the way
-// a developer runs it: weft-rm and one node plugin on loopback, pods on the
-// cluster's node in its network (YARN's host networking), HDFS a
-// MiniDFSCluster, Java and Hadoop the node's own (node-runtime image).
+// yarnOnKube is WeftOnKube in a spec.
 type yarnOnKube struct {
+	*WeftOnKube
 	rm      *RM
 	conf    string // client HADOOP_CONF_DIR
 	dist    *hadoop.Dist
-	plugin  *exec.Cmd
-	logs    *bytes.Buffer
-	logsMu  *sync.Mutex
 	cluster *kube.Cluster
 	nmHTTP  string
+	dfsDir  string // the MiniDFSCluster's base directory
 }
 
 func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string) *yarnOnKube {
 	GinkgoHelper()
 	// Weft's image (the localizer runs from it), rebuilt when changed.
-	Expect(buildWeftImage(ctx)).To(Succeed())
-
-	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
+	Expect(BuildWeftImage(ctx)).To(Succeed())
+	w, err := StartWeftOnKube(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, Work: GinkgoT().TempDir(), BinDir: binDir})
 	Expect(err).NotTo(HaveOccurred())
-	work := GinkgoT().TempDir()
-	dfs, err := mini.StartService(ctx, work, "sh.weft.interop.MiniDFS", filepath.Join(work, "dfs"))
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(dfs.Stop)
-	defaultFS := dfs.Ready[0]
-
-	dist, err := hadoop.Client(ctx, version)
-	Expect(err).NotTo(HaveOccurred())
-	home, err := dist.Home()
-	Expect(err).NotTo(HaveOccurred())
-
-	client, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	sched, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	web, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	nm, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	nmPort := nm[strings.LastIndexByte(nm, ':')+1:]
-	nmHTTP, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	nmHTTPPort := nmHTTP[strings.LastIndexByte(nmHTTP, ':')+1:]
-	shuffleAddr, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	conf := filepath.Join(work, "conf")
-	Expect(hadoop.WriteConfWithFS(conf, client, sched, web, defaultFS)).To(Succeed())
-
-	// The containers' HADOOP_CONF_DIR: the same site files, as a ConfigMap.
-	ns := "weft-jobs"
-	data := map[string]string{}
-	for _, f := range []string{"core-site.xml", "yarn-site.xml", "mapred-site.xml", "log4j.properties", "container-log4j.properties"} {
-		b, err := os.ReadFile(filepath.Join(conf, f))
-		Expect(err).NotTo(HaveOccurred())
-		data[f] = string(b)
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hadoop-conf-" + version, Namespace: ns}, Data: data}
-	_ = cluster.Client.CoreV1().ConfigMaps(ns).Delete(ctx, cm.Name, metav1.DeleteOptions{})
-	_, err = cluster.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-
-	key := filepath.Join(work, "nm-master.key")
-	// Its own cluster id: a Weft deployed in the cluster may share the namespace.
-	runtimeFlags := []string{"--kubeconfig", cluster.Kubeconfig, "--namespace", ns, "--cluster-id", "e2e-" + filepath.Base(work),
-		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
-		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
-		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(work, "filecache"), "--nm-key-file", key,
-		"--container-log-root", filepath.Join(work, "container-logs"), "--container-local-root", filepath.Join(work, "container-local")}
-	r := &RM{Bin: filepath.Join(binDir, "weft-rm"), DataDir: filepath.Join(work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
-		Args: append([]string{"--local-node=false", "--nm-port", nmPort, "--nm-http-port", nmHTTPPort, "--log-level", "DEBUG"}, runtimeFlags...)}
-	Expect(r.Start(ctx)).To(Succeed())
-	y := &yarnOnKube{rm: r, conf: conf, dist: dist, logs: &bytes.Buffer{}, logsMu: &sync.Mutex{}, cluster: cluster, nmHTTP: nmHTTP}
-	y.plugin = exec.Command(filepath.Join(binDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP, "--shuffle-address", shuffleAddr}, runtimeFlags...)...)
-	y.plugin.Stdout = &lockedWriter{mu: y.logsMu, w: y.logs}
-	y.plugin.Stderr = y.plugin.Stdout
-	Expect(y.plugin.Start()).To(Succeed())
 	DeferCleanup(func() {
-		r.Stop()
-		y.plugin.Process.Signal(os.Interrupt)
-		y.plugin.Wait()
+		w.Stop()
 		if CurrentSpecReport().Failed() {
-			y.logsMu.Lock()
-			GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n", r.Logs(), y.logs.String())
-			y.logsMu.Unlock()
+			GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n", w.RM.Logs(), w.PluginLogs())
 		}
 	})
-	return y
-}
-
-// buildWeftImage builds Weft's image and imports it into the local
-// node's containerd when it changed.
-func buildWeftImage(ctx context.Context) error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
-		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
-	imgs.Dir = root
-	if out, err := imgs.CombinedOutput(); err != nil {
-		return fmt.Errorf("kube-images: %v\n%s", err, out)
-	}
-	return nil
+	return &yarnOnKube{WeftOnKube: w, rm: w.RM, conf: w.Conf, dist: w.Dist, cluster: cluster, nmHTTP: w.NMHTTP, dfsDir: w.DFSDir}
 }
 
 // watchPods records every pod of an application seen while it runs (they are
@@ -226,6 +143,41 @@ func (y *yarnOnKube) distShell(ctx context.Context, name string, args ...string)
 	return err, out.String()
 }
 
+// mapReduce runs `hadoop jar hadoop-mapreduce-examples-<v>.jar args...`
+// (its application named name) and returns its output; it fails the spec,
+// with the AM's log, unless the job succeeds.
+func (y *yarnOnKube) mapReduce(ctx context.Context, name string, args ...string) string {
+	GinkgoHelper()
+	ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
+	Expect(err).NotTo(HaveOccurred())
+	cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", append([]string{ex}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		out.WriteString(y.amSyslog(name))
+		Fail(fmt.Sprintf("hadoop jar %s: %v\n%s", strings.Join(args, " "), err, out.String()))
+	}
+	return out.String()
+}
+
+// submitUntilFailed submits an application with the harness's SubmitApp
+// (YarnClient) and waits until it FAILED; it returns its id and
+// `yarn application -status`.
+func (y *yarnOnKube) submitUntilFailed(ctx context.Context, args ...string) (app, status string) {
+	GinkgoHelper()
+	out, errOut, err := y.dist.Run(ctx, y.conf, "alice", "sh.weft.interop.SubmitApp", args...)
+	Expect(err).NotTo(HaveOccurred(), errOut)
+	var s submitted
+	Expect(json.Unmarshal([]byte(out), &s)).To(Succeed())
+	Eventually(func() string {
+		status, _, _ := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
+		return status
+	}).WithTimeout(2*time.Minute).WithPolling(2*time.Second).Should(MatchRegexp(`Final-State\s*:\s*FAILED`), strings.Join(args, " "))
+	status, _, err = y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
+	Expect(err).NotTo(HaveOccurred())
+	return s.ApplicationID, status
+}
+
 func (y *yarnOnKube) appPods(ctx context.Context, app string) []corev1.Pod {
 	list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app})
 	Expect(err).NotTo(HaveOccurred())
@@ -299,46 +251,96 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
 	}, SpecTimeout(10*time.Minute)) // the first spec also runs the BeforeAll
 
-	It("runs an unmodified MapReduce job (teragen, maps only) to SUCCEEDED", func(ctx SpecContext) {
-		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
-		Expect(err).NotTo(HaveOccurred())
-		cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", ex, "teragen",
-			"-Dmapreduce.job.maps=2", "20000", "/user/alice/teragen")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err = cmd.Run()
-		if err != nil {
-			out.WriteString(y.amSyslog("TeraGen"))
-		}
-		Expect(err).NotTo(HaveOccurred(), out.String())
+	It("runs teragen (100k rows) → terasort (3 reducers) → teravalidate, unmodified, and the output validates", func(ctx SpecContext) {
+		y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=2", "100000", "/user/alice/tera-in")
 		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("TeraGen"))
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 		Expect(status).To(MatchRegexp(`Application-Type\s*:\s*MAPREDUCE`))
-		ls, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-ls", "/user/alice/teragen")
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(ls).To(ContainSubstring("_SUCCESS"))
-		Expect(ls).To(ContainSubstring("part-m-00001"))
-	}, SpecTimeout(6*time.Minute))
 
-	It("runs an unmodified MapReduce job with a shuffle (pi: 2 maps, 1 reduce) to its result", func(ctx SpecContext) {
-		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
-		Expect(err).NotTo(HaveOccurred())
-		cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", ex, "pi", "2", "1000")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err = cmd.Run()
-		if err != nil {
-			out.WriteString(y.amSyslog("QuasiMonteCarlo"))
+		// Three reducers: each fetches its partition from both maps'
+		// outputs through the node's shuffle service.
+		y.mapReduce(ctx, "TeraSort", "terasort", "-Dmapreduce.job.reduces=3", "/user/alice/tera-in", "/user/alice/tera-out")
+		// All 100,000 100-byte rows came through, in three non-empty parts.
+		du, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-du", "/user/alice/tera-out/part-r-*")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		var total int64
+		parts := 0
+		for _, line := range strings.Split(strings.TrimSpace(du), "\n") {
+			var size, onDisk int64
+			var name string
+			_, err := fmt.Sscan(line, &size, &onDisk, &name)
+			Expect(err).NotTo(HaveOccurred(), du)
+			Expect(size).To(BeNumerically(">", 0), du)
+			total += size
+			parts++
 		}
-		Expect(err).NotTo(HaveOccurred(), out.String())
-		// The reducer fetched both maps' output from the node's shuffle
+		Expect(parts).To(Equal(3), du)
+		Expect(total).To(Equal(int64(100000*100)), du)
+
+		y.mapReduce(ctx, "TeraValidate", "teravalidate", "/user/alice/tera-out", "/user/alice/tera-report")
+		// TeraValidate writes one "checksum" record when the whole output
+		// is sorted, and "misorder"/"error" records otherwise.
+		report, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", "/user/alice/tera-report/part-r-*")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(report).To(MatchRegexp(`^checksum\s+[0-9a-f]+\s*$`))
+	}, SpecTimeout(12*time.Minute))
+
+	It("runs wordcount over files in HDFS and the output equals counts computed here", func(ctx SpecContext) {
+		words := strings.Fields("weft yarn kubernetes hadoop spark shuffle reclaimed queue tier node pod")
+		want := map[string]int{}
+		local := GinkgoT().TempDir()
+		var paths []string
+		for f := 0; f < 3; f++ {
+			var b strings.Builder
+			for i := 0; i < 2000+f*500; i++ {
+				w := words[(i*7+f*3+i/len(words))%len(words)]
+				if i%13 == 0 {
+					w = fmt.Sprintf("%s-%d", w, f)
+				}
+				want[w]++
+				b.WriteString(w)
+				if i%10 == 9 {
+					b.WriteString("\n")
+				} else {
+					b.WriteString(" ")
+				}
+			}
+			p := filepath.Join(local, fmt.Sprintf("words-%d.txt", f))
+			Expect(os.WriteFile(p, []byte(b.String()), 0o644)).To(Succeed())
+			paths = append(paths, p)
+		}
+		_, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-mkdir", "-p", "/user/alice/wc-in")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		_, errOut, err = y.dist.Hadoop(ctx, y.conf, "alice", append(append([]string{"fs", "-put"}, paths...), "/user/alice/wc-in")...)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+
+		y.mapReduce(ctx, "word count", "wordcount", "-Dmapreduce.job.reduces=2", "/user/alice/wc-in", "/user/alice/wc-out")
+		out, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", "/user/alice/wc-out/part-r-*")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		got := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var w string
+			var n int
+			_, err := fmt.Sscanf(line, "%s\t%d", &w, &n)
+			Expect(err).NotTo(HaveOccurred(), line)
+			got[w] += n
+		}
+		Expect(got).To(Equal(want))
+	}, SpecTimeout(8*time.Minute))
+
+	It("runs an unmodified MapReduce job with a shuffle (pi 4 1000) and prints an estimate", func(ctx SpecContext) {
+		out := y.mapReduce(ctx, "QuasiMonteCarlo", "pi", "4", "1000")
+		// The reducer fetched the maps' output from the node's shuffle
 		// service and summed it: pi is estimated, as on a real cluster.
-		Expect(out.String()).To(MatchRegexp(`Estimated value of Pi is 3\.1\d*`))
+		Expect(out).To(MatchRegexp(`Estimated value of Pi is 3\.1\d*`))
 		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("QuasiMonteCarlo"))
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 	}, SpecTimeout(6*time.Minute))
+
+	sparkSpecs(func() *yarnOnKube { return y })
+	localizationSpecs(func() *yarnOnKube { return y })
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
 		done := make(chan struct{})
@@ -365,6 +367,14 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Eventually(func() []corev1.Pod { return y.appPods(ctx, app) }).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(BeEmpty())
 		GinkgoWriter.Printf("pods of %s gone %v after the kill\n", app, time.Since(killed))
 		Eventually(done).WithTimeout(time.Minute).Should(BeClosed())
+		// The node cleans up after it, as a NodeManager does: the
+		// application's local directories (and shuffle token) go; its
+		// logs stay for their retention.
+		Eventually(func() []string {
+			dirs, _ := filepath.Glob(filepath.Join(y.LocalRoot, "usercache", "*", "appcache", app))
+			return dirs
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeEmpty())
+		Expect(filepath.Join(y.LogRoot, app)).To(BeADirectory())
 	}, SpecTimeout(5*time.Minute))
 
 	It("gives an AM that exits non-zero a second attempt, then fails the application with its diagnostics", func(ctx SpecContext) {
@@ -372,22 +382,12 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 			maxAttempts string
 			attempts    int
 		}{{"2", 2}, {"1", 1}} {
-			out, errOut, err := y.dist.Run(ctx, y.conf, "alice", "sh.weft.interop.SubmitApp", "--name", "failing-am-"+c.maxAttempts,
-				"--am-memory", "256", "--max-attempts", c.maxAttempts,
+			app, status := y.submitUntilFailed(ctx, "--name", "failing-am-"+c.maxAttempts, "--am-memory", "256", "--max-attempts", c.maxAttempts,
 				"--command", "echo AM-failed-on-purpose 2><LOG_DIR>/stderr 1>&2; exit 3")
-			Expect(err).NotTo(HaveOccurred(), errOut)
-			var s submitted
-			Expect(json.Unmarshal([]byte(out), &s)).To(Succeed())
-			Eventually(func() string {
-				status, _, _ := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
-				return status
-			}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(MatchRegexp(`Final-State\s*:\s*FAILED`))
-			status, _, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", s.ApplicationID)
-			Expect(err).NotTo(HaveOccurred())
 			Expect(status).To(ContainSubstring("exitCode: 3"))
 			Expect(status).To(ContainSubstring("AM-failed-on-purpose"))
 			Expect(status).To(ContainSubstring(fmt.Sprintf("failed %d times", c.attempts)))
-			attempts, _, err := y.dist.Yarn(ctx, y.conf, "alice", "applicationattempt", "-list", s.ApplicationID)
+			attempts, _, err := y.dist.Yarn(ctx, y.conf, "alice", "applicationattempt", "-list", app)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(strings.Count(attempts, "appattempt_")).To(Equal(c.attempts), attempts)
 		}

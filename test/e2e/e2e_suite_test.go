@@ -33,7 +33,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	Expect(BuildBinaries(ctx, dir)).To(Succeed())
 	_, err = kube.Up(ctx)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(buildWeftImage(ctx)).To(Succeed())
+	Expect(BuildWeftImage(ctx)).To(Succeed())
 	Expect(kube.Down(ctx)).To(Succeed())
 	for _, v := range hadoop.Versions {
 		dist, err := hadoop.Client(ctx, v)
@@ -42,6 +42,8 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	_, err = hadoop.MiniCluster(ctx, "3.4.1")
+	Expect(err).NotTo(HaveOccurred())
+	_, err = hadoop.SparkDist(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return []byte(dir)
 }, func(dir []byte) {

@@ -110,7 +110,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	It("applies the deploy manifests and runs Weft's own pods to Ready", func(ctx SpecContext) {
 		root, err := repoRoot()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(buildWeftImage(ctx)).To(Succeed())
+		Expect(BuildWeftImage(ctx)).To(Succeed())
 		// The local overlay: this machine's API server listens on loopback
 		// and no kube-proxy runs, so Weft's pods share the node's network.
 		rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))

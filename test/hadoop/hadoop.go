@@ -109,8 +109,14 @@ func hashTree(project string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && path != project && (d.Name() == "target" || d.Name() == "minicluster") {
-			return filepath.SkipDir
+		if d.IsDir() && path != project {
+			// Build output, and nested projects, which hash themselves.
+			if d.Name() == "target" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "pom.xml")); err == nil {
+				return filepath.SkipDir
+			}
 		}
 		if d.IsDir() || !(strings.HasSuffix(path, ".java") || strings.HasSuffix(path, "pom.xml")) {
 			return nil
@@ -300,18 +306,8 @@ func (d *Dist) Home() (string, error) {
 		if !strings.HasSuffix(p, ".jar") {
 			continue
 		}
-		dst := filepath.Join(lib, filepath.Base(p))
-		if _, err := os.Stat(dst); err == nil {
-			continue
-		}
-		if err := os.Link(p, dst); err != nil {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return "", err
-			}
-			if err := os.WriteFile(dst, b, 0o644); err != nil {
-				return "", err
-			}
+		if err := linkOrCopy(p, filepath.Join(lib, filepath.Base(p))); err != nil {
+			return "", err
 		}
 	}
 	return home, os.WriteFile(done, nil, 0o644)

@@ -1,17 +1,27 @@
 package sh.weft.interop;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.LocalResource;
+import org.apache.hadoop.yarn.api.records.LocalResourceType;
+import org.apache.hadoop.yarn.api.records.LocalResourceVisibility;
 import org.apache.hadoop.yarn.api.records.Priority;
 import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.api.records.URL;
 import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.apache.hadoop.yarn.client.api.YarnClientApplication;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
@@ -43,8 +53,30 @@ public final class SubmitApp {
         ctx.setMaxAppAttempts(maxAttempts);
       }
       List<String> commands = Collections.singletonList(a.get("command", "sleep 60"));
+      // --resource PATH localizes a file of the default filesystem under
+      // its base name, recorded as every YARN client records one: its
+      // length and modification time now. --rewrite-after-record true then
+      // writes it anew, as a user replacing a jar under a submitted job
+      // would.
+      Map<String, LocalResource> resources = new LinkedHashMap<>();
+      String resource = a.get("resource", "");
+      if (!resource.isEmpty()) {
+        Configuration conf = new YarnConfiguration();
+        Path p = new Path(resource);
+        FileSystem fs = p.getFileSystem(conf);
+        FileStatus st = fs.getFileStatus(p);
+        resources.put(p.getName(), LocalResource.newInstance(URL.fromPath(fs.makeQualified(p)),
+            LocalResourceType.valueOf(a.get("resource-type", "FILE")), LocalResourceVisibility.APPLICATION,
+            st.getLen(), st.getModificationTime()));
+        if (Boolean.parseBoolean(a.get("rewrite-after-record", "false"))) {
+          Thread.sleep(10);
+          try (FSDataOutputStream out = fs.create(p, true)) {
+            out.write("rewritten\n".getBytes(StandardCharsets.UTF_8));
+          }
+        }
+      }
       ctx.setAMContainerSpec(ContainerLaunchContext.newInstance(
-          Collections.emptyMap(), Collections.emptyMap(), commands, null, null, null));
+          resources, Collections.emptyMap(), commands, null, null, null));
       // submitApplication returns once the RM reports the app past SUBMITTED.
       ApplicationId id = yarn.submitApplication(ctx);
       ApplicationReport r = yarn.getApplicationReport(id);

@@ -1,0 +1,28 @@
+// Package dirs holds the node side's small filesystem helpers.
+package dirs
+
+import (
+	"io/fs"
+	"path/filepath"
+	"time"
+)
+
+// LastChange is the latest modification time in the tree at p (symbolic
+// links not followed): when anything in it was last written.
+func LastChange(p string) (time.Time, error) {
+	var last time.Time
+	err := filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.ModTime().After(last) {
+			last = info.ModTime()
+		}
+		return nil
+	})
+	return last, err
+}

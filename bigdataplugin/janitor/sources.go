@@ -1,0 +1,87 @@
+package janitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/weft-sh/weft/translator"
+)
+
+// RMWeb asks the ResourceManager's REST API
+// (yarn.resourcemanager.webapp.address) for applications' states.
+type RMWeb struct {
+	// Address is host:port.
+	Address string
+	Client  *http.Client
+}
+
+// Ended implements Applications. An application the RM does not know
+// (404) has ended: Weft's RM keeps every application it acknowledged.
+func (w RMWeb) Ended(ctx context.Context, app string) (bool, error) {
+	c := w.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	u := "http://" + w.Address + "/ws/v1/cluster/apps/" + url.PathEscape(app)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return true, nil
+	default:
+		return false, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var body struct {
+		App struct{ State string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return false, fmt.Errorf("GET %s: %w", u, err)
+	}
+	switch body.App.State {
+	case "FINISHED", "FAILED", "KILLED":
+		return true, nil
+	case "":
+		return false, fmt.Errorf("GET %s: no application state", u)
+	}
+	return false, nil
+}
+
+// KubePods lists the node's pods of YARN applications.
+type KubePods struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Node      string
+}
+
+// AppsOnNode implements Pods.
+func (k KubePods) AppsOnNode(ctx context.Context) (map[string]bool, error) {
+	list, err := k.Client.CoreV1().Pods(k.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: translator.LabelApp,
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", k.Node).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	apps := map[string]bool{}
+	for _, p := range list.Items {
+		apps[p.Labels[translator.LabelApp]] = true
+	}
+	return apps, nil
+}

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/weft-sh/weft/test/hadoop"
+	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/test/kube/images"
+)
+
+// WeftOnKube is Weft run as processes beside a local cluster, the way a
+// developer runs it: weft-rm and one node plugin on loopback, pods on the
+// cluster's node in its network (YARN's host networking), HDFS a
+// MiniDFSCluster, Java, Hadoop and Spark the node's own (host paths into
+// the node-runtime image).
+type WeftOnKube struct {
+	RM *RM
+	// Conf is the clients' HADOOP_CONF_DIR.
+	Conf string
+	Dist *hadoop.Dist
+	// NMHTTP is the node plugin's web address (containers' logs).
+	NMHTTP string
+	// DefaultFS is the MiniDFSCluster's URI (fs.defaultFS).
+	DefaultFS string
+	// DFSDir is the MiniDFSCluster's base directory.
+	DFSDir string
+	// LocalRoot and LogRoot are the node's applications' local and log
+	// directories.
+	LocalRoot, LogRoot string
+
+	plugin *exec.Cmd
+	logsMu sync.Mutex
+	logs   bytes.Buffer
+	dfs    *hadoop.Service
+}
+
+// WeftOnKubeOptions configures StartWeftOnKube.
+type WeftOnKubeOptions struct {
+	Cluster *kube.Cluster
+	// Version is the Hadoop release of clients and containers.
+	Version string
+	// Work holds everything the run writes.
+	Work string
+	// BinDir holds weft-rm and weft-nodeplugin (BuildBinaries).
+	BinDir string
+}
+
+// jobsNamespace holds the pods of YARN applications.
+const jobsNamespace = "weft-jobs"
+
+// StartWeftOnKube starts a MiniDFSCluster, weft-rm and a node plugin for
+// opts.Cluster's node. Weft's image must be in the node's containerd.
+func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (w *WeftOnKube, err error) {
+	w = &WeftOnKube{DFSDir: filepath.Join(opts.Work, "dfs"), LocalRoot: filepath.Join(opts.Work, "container-local"), LogRoot: filepath.Join(opts.Work, "container-logs")}
+	defer func() {
+		if err != nil {
+			w.Stop()
+		}
+	}()
+	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
+	if err != nil {
+		return nil, err
+	}
+	if w.dfs, err = mini.StartService(ctx, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir); err != nil {
+		return nil, fmt.Errorf("MiniDFSCluster: %w", err)
+	}
+	defaultFS := w.dfs.Ready[0]
+	w.DefaultFS = defaultFS
+	if w.Dist, err = hadoop.Client(ctx, opts.Version); err != nil {
+		return nil, err
+	}
+	home, err := w.Dist.Home()
+	if err != nil {
+		return nil, err
+	}
+	// Spark's jars are on the node, as spark.yarn.jars=local:... expects.
+	spark, err := hadoop.SparkDist(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, 7)
+	for i := range addrs {
+		if addrs[i], err = FreeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	client, sched, web, nm, nmHTTP, shuffle := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
+	port := func(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
+	w.NMHTTP = nmHTTP
+	w.Conf = filepath.Join(opts.Work, "conf")
+	if err := hadoop.WriteConfWithFS(w.Conf, client, sched, web, defaultFS); err != nil {
+		return nil, err
+	}
+
+	// The containers' HADOOP_CONF_DIR: the same site files, as a ConfigMap.
+	data := map[string]string{}
+	for _, f := range []string{"core-site.xml", "yarn-site.xml", "mapred-site.xml", "log4j.properties", "container-log4j.properties"} {
+		b, err := os.ReadFile(filepath.Join(w.Conf, f))
+		if err != nil {
+			return nil, err
+		}
+		data[f] = string(b)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hadoop-conf-" + opts.Version, Namespace: jobsNamespace}, Data: data}
+	_ = opts.Cluster.Client.CoreV1().ConfigMaps(jobsNamespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+	if _, err := opts.Cluster.Client.CoreV1().ConfigMaps(jobsNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("hadoop conf configmap: %w", err)
+	}
+
+	key := filepath.Join(opts.Work, "nm-master.key")
+	// Its own cluster id: a Weft deployed in the cluster may share the namespace.
+	runtimeFlags := []string{"--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", "e2e-" + filepath.Base(opts.Work),
+		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
+		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--host-path", spark.Home,
+		"--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
+		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(opts.Work, "filecache"), "--nm-key-file", key,
+		"--container-log-root", w.LogRoot, "--container-local-root", w.LocalRoot}
+	w.RM = &RM{Bin: filepath.Join(opts.BinDir, "weft-rm"), DataDir: filepath.Join(opts.Work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
+		Args: append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"}, runtimeFlags...)}
+	if err := w.RM.Start(ctx); err != nil {
+		return nil, err
+	}
+	w.plugin = exec.Command(filepath.Join(opts.BinDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP,
+		"--shuffle-address", shuffle, "--rm-webapp-address", web, "--cleanup-interval", "3s"}, runtimeFlags...)...)
+	w.plugin.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
+	w.plugin.Stderr = w.plugin.Stdout
+	if err := w.plugin.Start(); err != nil {
+		return nil, fmt.Errorf("weft-nodeplugin: %w", err)
+	}
+	return w, nil
+}
+
+// PluginLogs is what the node plugin printed.
+func (w *WeftOnKube) PluginLogs() string {
+	w.logsMu.Lock()
+	defer w.logsMu.Unlock()
+	return w.logs.String()
+}
+
+// Stop stops the processes it started, by PID.
+func (w *WeftOnKube) Stop() error {
+	var errs []error
+	if w.RM != nil {
+		errs = append(errs, w.RM.Stop())
+	}
+	if w.plugin != nil && w.plugin.Process != nil {
+		w.plugin.Process.Signal(os.Interrupt)
+		w.plugin.Wait()
+	}
+	if w.dfs != nil {
+		w.dfs.Stop()
+	}
+	return errors.Join(errs...)
+}
+
+// BuildWeftImage builds Weft's image and imports it into the local
+// node's containerd when it changed.
+func BuildWeftImage(ctx context.Context) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
+	imgs.Dir = root
+	if out, err := imgs.CombinedOutput(); err != nil {
+		return fmt.Errorf("kube-images: %v\n%s", err, out)
+	}
+	return nil
+}

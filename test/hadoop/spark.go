@@ -1,0 +1,112 @@
+package hadoop
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// SparkVersion is the Spark release compatibility is proven against: the
+// newest 3.5 in the Maven repository.
+const SparkVersion = "3.5.5"
+
+// Spark is a Spark installation laid out from the pinned release's jars
+// (SPARK_HOME/jars, as a binary distribution has them) and the harness's
+// applications.
+type Spark struct {
+	Home string
+	// AppJar holds the applications Weft's tests submit (SparkPi).
+	AppJar string
+}
+
+// SparkDist builds (once per source hash) the Spark harness and lays out
+// its home.
+func SparkDist(ctx context.Context) (*Spark, error) {
+	d, err := build(ctx, filepath.Join(sourceDir(), "spark"), "weft-spark-1.jar", SparkVersion)
+	if err != nil {
+		return nil, err
+	}
+	jars := filepath.SplitList(d.Classpath)
+	h := sha256.Sum256([]byte(d.Classpath))
+	home := filepath.Join(cacheRoot(), "spark", "home-"+SparkVersion+"-"+hex.EncodeToString(h[:6]))
+	s := &Spark{Home: home, AppJar: jars[0]}
+	done := filepath.Join(home, ".complete")
+	if _, err := os.Stat(done); err == nil {
+		return s, nil
+	}
+	dir := filepath.Join(home, "jars")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// conf/ as the distribution's log4j2.properties.template has it:
+	// INFO to the console, so spark-submit reports the application.
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, "conf", "log4j2.properties"), []byte(sparkLog4j), 0o644); err != nil {
+		return nil, err
+	}
+	for _, p := range jars[1:] {
+		if err := linkOrCopy(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+			return nil, err
+		}
+	}
+	return s, os.WriteFile(done, nil, 0o644)
+}
+
+// linkOrCopy hard-links src to dst (copying across filesystems), unless
+// dst exists.
+func linkOrCopy(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+const sparkLog4j = `rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+`
+
+// sparkJVMFlags are the module options Spark's launcher adds on Java 17
+// (JavaModuleOptions).
+var sparkJVMFlags = []string{
+	"-Xmx512m", "-XX:+IgnoreUnrecognizedVMOptions", "-Djava.net.preferIPv4Stack=true", "-Djdk.reflect.useDirectMethodHandle=false",
+	"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED", "--add-opens=java.base/java.io=ALL-UNNAMED",
+	"--add-opens=java.base/java.net=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
+	"--add-opens=java.base/sun.security.action=ALL-UNNAMED", "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
+}
+
+// Submit returns `spark-submit args...` as Spark's scripts run it: the
+// launcher's java command with SPARK_HOME/jars and HADOOP_CONF_DIR on the
+// class path, acting as user.
+func (s *Spark) Submit(ctx context.Context, confDir, user string, args ...string) *exec.Cmd {
+	cp := strings.Join([]string{filepath.Join(s.Home, "conf"), filepath.Join(s.Home, "jars", "*"), confDir}, string(os.PathListSeparator))
+	argv := append(append([]string{}, sparkJVMFlags...), "-cp", cp, "org.apache.spark.deploy.SparkSubmit")
+	cmd := exec.CommandContext(ctx, "java", append(argv, args...)...)
+	cmd.Env = append(os.Environ(), "SPARK_HOME="+s.Home, "SPARK_CONF_DIR="+filepath.Join(s.Home, "conf"), "HADOOP_CONF_DIR="+confDir, "HADOOP_USER_NAME="+user, "SPARK_USER="+user)
+	return cmd
+}
+
+// String names the installation in messages.
+func (s *Spark) String() string { return fmt.Sprintf("Spark %s at %s", SparkVersion, s.Home) }
