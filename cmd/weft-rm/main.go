@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,6 +39,7 @@ func main() {
 	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", "default-scheduler", "scheduler that binds Weft's pods")
 	flag.StringVar(&cfg.NMKeySecret, "nm-key-secret", "", "namespace/name of the Secret with the NM master key (created when missing; with --kubeconfig)")
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
+	flag.DurationVar(&cfg.Allocator.PreemptionGrace, "preemption-grace", 15*time.Second, "advance notice a preempted container's AM gets (PreemptionMessage) before it is killed")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")

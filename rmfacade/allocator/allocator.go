@@ -36,7 +36,13 @@ type Options struct {
 	// which are elastic (low).
 	Tiers     translator.TierPolicy
 	Scheduler scheduler.Options
-	Logger    *slog.Logger
+	// PreemptionGrace is the advance notice a preemption victim's AM gets
+	// (a PreemptionMessage in each allocate response) before the
+	// container is killed (default 15s, as YARN's
+	// …capacity.preemption.max_wait_before_kill).
+	PreemptionGrace time.Duration
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // askKey identifies one outstanding ask of an attempt, as YARN keys them:
@@ -66,6 +72,12 @@ func New(mgr *rm.Manager, opts Options) *Allocator {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.PreemptionGrace <= 0 {
+		opts.PreemptionGrace = 15 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
 		opts.Tiers = translator.DefaultTierPolicy
@@ -184,6 +196,13 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	a.mu.Unlock()
 
+	// Victims whose notice ran out are killed first: what they free is
+	// this cycle's to place.
+	if err := a.killDuePreemptions(ctx, snap); err != nil {
+		return 0, err
+	}
+	snap = a.mgr.Snapshot()
+
 	pending := map[string]pendingRequest{}
 	err = st.Update(func(w *schedstate.Txn) error {
 		for _, n := range nodes {
@@ -191,8 +210,11 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		for attempt, m := range asks {
-			if err := a.addAttempt(w, snap, attempt, m, pending); err != nil {
+		// Every running application, asking or not: queues' usage, and
+		// the allocations preemption may take back, are all of them.
+		for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
+			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending); err != nil {
 				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
 			}
 		}
@@ -210,6 +232,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	result, err := st.ApplyPlan(plan)
 	if err != nil {
+		return 0, err
+	}
+	if err := a.notifyVictims(ctx, result.Preempted); err != nil {
 		return 0, err
 	}
 	grants := map[records.AttemptID][]rm.Grant{}
@@ -276,7 +301,7 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 			continue
 		}
 		if err := w.AddAllocation(&objects.Allocation{ID: c.ID.String(), AppID: appID, NodeID: c.Node,
-			Tier: tierOf(c.Tier), Resource: toQuota(c.Resource)}); err != nil {
+			Tier: tierOf(c.Tier), Resource: toQuota(c.Resource), Preempting: c.PreemptDeadline != 0}); err != nil {
 			return err
 		}
 	}
@@ -301,6 +326,46 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 				return err
 			}
 			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier)}
+		}
+	}
+	return nil
+}
+
+// notifyVictims marks the plan's preemption victims, whose AMs are then
+// told in their allocate responses until the grace period ends.
+func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preemption) error {
+	deadline := a.opts.Now().Add(a.opts.PreemptionGrace)
+	for _, v := range victims {
+		id, err := records.ParseContainerID(v.AllocationID)
+		if err != nil {
+			return fmt.Errorf("allocator: victim %q: %w", v.AllocationID, err)
+		}
+		marked, err := a.mgr.PreemptContainer(ctx, id, deadline)
+		if err != nil {
+			return err
+		}
+		if marked {
+			a.opts.Logger.Info("preempting container", "container", id.String(), "for", v.ForQueue, "from", v.VictimQueue,
+				"deadline", deadline.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// killDuePreemptions ends the victims whose notice is over, as YARN kills
+// them: PREEMPTED, which AMs do not count as the task's failure. The
+// launcher then deletes their pods.
+func (a *Allocator) killDuePreemptions(ctx context.Context, snap *state.Snapshot) error {
+	now := a.opts.Now().UnixMilli()
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		for _, c := range snap.ContainersOfApp(app.ID) {
+			if c.PreemptDeadline == 0 || c.PreemptDeadline > now || c.State == records.ContainerComplete {
+				continue
+			}
+			if _, err := a.mgr.CompleteContainer(ctx, c.ID, records.ExitPreempted, "Container preempted by scheduler"); err != nil {
+				return err
+			}
+			a.opts.Logger.Info("killed preempted container", "container", c.ID.String())
 		}
 	}
 	return nil

@@ -168,6 +168,19 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(c.Resource.MemoryMB), VirtualCores: proto.Int32(c.Resource.VCores)},
 		})
 	}
+	// Victims are announced in every response until they are gone, as
+	// YARN does: strict (they will be killed at the deadline whatever the
+	// AM does) and in the contract, which MapReduce's AM reads.
+	if victims := s.mgr.Preempting(id); len(victims) > 0 {
+		var cs []*yarnpb.PreemptionContainerProto
+		for _, c := range victims {
+			cs = append(cs, &yarnpb.PreemptionContainerProto{Id: nmtokens.ContainerIDProto(c.ID)})
+		}
+		resp.Preempt = &yarnpb.PreemptionMessageProto{
+			StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs},
+			Contract:       &yarnpb.PreemptionContractProto{Container: cs},
+		}
+	}
 	snap := s.mgr.Snapshot()
 	var free records.Resource
 	nodes := snap.Nodes(records.NodeRunning)

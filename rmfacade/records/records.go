@@ -169,6 +169,10 @@ type Container struct {
 	// stored, so an RM restart neither repeats nor drops them.
 	Acquired bool `json:"acquired,omitempty"`
 	Reported bool `json:"reported,omitempty"`
+	// PreemptDeadline (epoch ms), when set, marks a preemption victim: its
+	// AM is told in every allocate response until then (PreemptionMessage),
+	// and the container is killed, PREEMPTED, at the deadline.
+	PreemptDeadline int64 `json:"preemptDeadline,omitempty"`
 }
 
 // YARN's ContainerExitStatus values Weft reports.

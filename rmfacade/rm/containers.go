@@ -3,6 +3,7 @@ package rm
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -125,6 +126,36 @@ func (m *Manager) CompleteContainer(ctx context.Context, id records.ContainerID,
 		return w.PutContainer(&cp)
 	})
 	return changed, err
+}
+
+// PreemptContainer marks a running container as a preemption victim with
+// a deadline, durably: the notice the AM gets and the kill that follows
+// survive an RM restart. A container already marked, or complete, keeps
+// its state; changed tells whether this call marked it.
+func (m *Manager) PreemptContainer(ctx context.Context, id records.ContainerID, deadline time.Time) (changed bool, err error) {
+	err = m.store.Update(func(w *state.WriteTxn) error {
+		changed = false
+		c := w.Container(id)
+		if c == nil || c.State == records.ContainerComplete || c.PreemptDeadline != 0 {
+			return nil
+		}
+		cp := *c
+		cp.PreemptDeadline = deadline.UnixMilli()
+		changed = true
+		return w.PutContainer(&cp)
+	})
+	return changed, err
+}
+
+// Preempting returns an attempt's live containers marked for preemption.
+func (m *Manager) Preempting(id records.AttemptID) []*records.Container {
+	var out []*records.Container
+	for _, c := range m.Snapshot().ContainersOfAttempt(id) {
+		if c.PreemptDeadline != 0 && c.State != records.ContainerComplete {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // AMContainerPlaced records where the cluster's scheduler put an attempt's

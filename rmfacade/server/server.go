@@ -51,6 +51,8 @@ type Config struct {
 	Queues []quota.QueueConfig
 	// RM tunes the application lifecycle.
 	RM rm.Options
+	// Allocator tunes scheduling cycles (its Logger is Logger).
+	Allocator allocator.Options
 	// LocalNode registers this machine as the cluster's one node, for the
 	// embedded default without Kubernetes.
 	LocalNode bool
@@ -211,7 +213,9 @@ func (s *Server) init() error {
 			opts.ClusterID = "weft"
 		}
 		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
-		s.allocator = allocator.New(s.Manager, allocator.Options{Logger: s.cfg.Logger})
+		aopts := s.cfg.Allocator
+		aopts.Logger = s.cfg.Logger
+		s.allocator = allocator.New(s.Manager, aopts)
 		amOpts.Allocator = s.allocator
 	}
 	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.

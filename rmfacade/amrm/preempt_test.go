@@ -1,0 +1,204 @@
+package amrm
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/allocator"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// fakeClock is the allocator's time, moved by the test.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Tenant A borrows B's idle half of the node; when B asks, A's elastic
+// (low tier) containers are announced to A's AM in a PreemptionMessage,
+// killed PREEMPTED only after the grace period, and B gets the room. A's
+// minimum (medium) stays.
+func TestPreemptionWithAdvanceNotice(t *testing.T) {
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree([]quota.QueueConfig{
+		{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"},
+		{Path: "root.a", Capacity: 50, MaxCapacity: 100},
+		{Path: "root.b", Capacity: 50, MaxCapacity: 100},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	clock := &fakeClock{now: time.Now()}
+	alloc := allocator.New(mgr, allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now})
+	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
+	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}).Service())
+	ctx := context.Background()
+	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	am := func(queue string) (records.AttemptID, *ipc.Client) {
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: queue, UnmanagedAM: true}); err != nil {
+			t.Fatal(err)
+		}
+		attempt := records.AttemptID{App: id, ID: 1}
+		tok, err := tokens.Issue(attempt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ipctest.Dial(t, addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
+			&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+			t.Fatal(err)
+		}
+		return attempt, c
+	}
+	responseID := map[*ipc.Client]int32{}
+	allocate := func(c *ipc.Client, n int32) *yarnpb.AllocateResponseProto {
+		t.Helper()
+		req := &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(responseID[c])}
+		if n > 0 {
+			req.Ask = []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+				Capability: &yarnpb.ResourceProto{Memory: proto.Int64(2048), VirtualCores: proto.Int32(2)}, NumContainers: proto.Int32(n)}}
+		}
+		resp := &yarnpb.AllocateResponseProto{}
+		if err := call(c, "allocate", req, resp); err != nil {
+			t.Fatal(err)
+		}
+		responseID[c] = resp.GetResponseId()
+		return resp
+	}
+	cycle := func() {
+		t.Helper()
+		if _, err := alloc.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A takes the whole node: one medium (its minimum), three low.
+	attemptA, a := am("a")
+	allocate(a, 4)
+	cycle()
+	if got := len(allocate(a, 0).GetAllocatedContainers()); got != 4 {
+		t.Fatalf("A got %d containers, want 4", got)
+	}
+	for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
+		if err := mgr.ContainerRunning(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// B asks for its guarantee, half the node. Its minimum (one
+	// container) is reclaimed first, then its elastic one once the minimum
+	// runs: one victim each time, a low-tier container of A, announced to
+	// A strictly and in the contract, killed PREEMPTED only after the grace
+	// period.
+	attemptB, b := am("b")
+	allocate(b, 2)
+	gone := map[string]bool{}
+	for round := 1; round <= 2; round++ {
+		cycle()
+		resp := allocate(a, 0)
+		var victim string
+		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
+			if id := nmtokens.ContainerIDOf(pc.GetId()).String(); !gone[id] {
+				victim = id
+			}
+		}
+		if len(resp.GetPreempt().GetStrictContract().GetContainer()) != 1 || len(resp.GetPreempt().GetContract().GetContainer()) != 1 || victim == "" {
+			t.Fatalf("round %d: preemption message %v, want one new container", round, resp.GetPreempt())
+		}
+		for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
+			if c.ID.String() == victim && c.Tier != "low" {
+				t.Errorf("round %d: victim %s is %s tier", round, c.ID, c.Tier)
+			}
+		}
+
+		// Within the grace period nothing is killed, no other victim is
+		// chosen, and B waits.
+		clock.Add(10 * time.Second)
+		cycle()
+		if got := len(allocate(b, 0).GetAllocatedContainers()); got != 0 {
+			t.Fatalf("round %d: B got %d containers before the victim went", round, got)
+		}
+		resp = allocate(a, 0)
+		if len(resp.GetCompletedContainerStatuses()) != 0 || len(resp.GetPreempt().GetStrictContract().GetContainer()) != 1 {
+			t.Fatalf("round %d, within the grace: completed %v, preempt %v", round, resp.GetCompletedContainerStatuses(), resp.GetPreempt())
+		}
+
+		// After it, the victim is killed PREEMPTED and B gets the room.
+		clock.Add(25 * time.Second)
+		cycle()
+		resp = allocate(a, 0)
+		if st := resp.GetCompletedContainerStatuses(); len(st) != 1 || nmtokens.ContainerIDOf(st[0].GetContainerId()).String() != victim ||
+			st[0].GetExitStatus() != records.ExitPreempted {
+			t.Fatalf("round %d: completed %v, want the victim PREEMPTED", round, st)
+		}
+		// (B's elastic container may already have its victim named:
+		// its minimum was placed in the same cycle.)
+		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
+			if nmtokens.ContainerIDOf(pc.GetId()).String() == victim {
+				t.Errorf("round %d: the killed victim is still announced", round)
+			}
+		}
+		gone[victim] = true
+		if got := len(allocate(b, 0).GetAllocatedContainers()); got != 1 {
+			t.Fatalf("round %d: B got %d containers, want 1", round, got)
+		}
+		for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptB) {
+			if err := mgr.ContainerRunning(ctx, c.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// B is at its guarantee and A keeps its minimum: nothing more goes.
+	cycle()
+	if p := allocate(a, 0).GetPreempt(); p != nil {
+		t.Errorf("preemption beyond B's guarantee: %v", p)
+	}
+	tiers := map[string]int{}
+	for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
+		if c.State != records.ContainerComplete {
+			tiers[c.Tier]++
+		}
+	}
+	if tiers["medium"] != 1 || tiers["low"] != 1 {
+		t.Errorf("A keeps %v, want its medium and one low", tiers)
+	}
+}
