@@ -105,6 +105,17 @@ func ExpandCommand(s string) string {
 	return strings.ReplaceAll(s, "<LOG_DIR>", LogDir)
 }
 
+// limits are a container's limits for its requests res: the same, but
+// for native CPU without StrictCPU, which has none.
+func (p Profile) limits(res corev1.ResourceList) corev1.ResourceList {
+	if p.CPU != corev1.ResourceCPU || p.StrictCPU {
+		return res
+	}
+	limits := res.DeepCopy()
+	delete(limits, corev1.ResourceCPU)
+	return limits
+}
+
 // Pod builds the pod that runs a container under profile p.
 func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 	if c.Tier == "" || p.Priorities[c.Tier] == 0 && c.Tier != TierHigh && c.Tier != TierMedium && c.Tier != TierLow {
@@ -148,7 +159,7 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 				Name: "yarn-container", Image: c.Runtime.Image, WorkingDir: WorkDir,
 				Command:   []string{"/bin/bash", "-c", script},
 				Env:       c.env(),
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: p.limits(res)},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "work", MountPath: WorkDir}, {Name: "local", MountPath: LocalDir}, {Name: "logs", MountPath: LogDir},
 				},

@@ -44,6 +44,14 @@ type Profile struct {
 	// defaults to 8 whatever the cores); reclaimed CPU is shared, so a
 	// vcore smaller than a core is common where batch packs densely.
 	MilliCPUPerVCore int64
+	// StrictCPU caps each container at its vcores (a CPU limit), as
+	// YARN's …cgroups.strict-resource-usage=true does. By default, as in
+	// YARN, vcores are a share (the CPU request) and a container may use
+	// CPU the node leaves idle; what all reclaimed pods of a node may use
+	// together is the node's big box. Extended CPU resources (Katalyst,
+	// Koordinator) always carry a limit equal to the request, as
+	// Kubernetes requires, and their node agents enforce the cgroups.
+	StrictCPU bool
 	// Labels and Annotations mark every pod's QoS class.
 	Labels, Annotations map[string]string
 	// Priorities are the PriorityClass values of the tiers. They sit below

@@ -75,8 +75,19 @@ func TestPodPerProfile(t *testing.T) {
 			if got := c.Resources.Requests[tc.memName]; got.Value() != 1536<<20 {
 				t.Errorf("memory %s = %s", tc.memName, got.String())
 			}
-			if len(c.Resources.Requests) != 2 || len(c.Resources.Limits) != 2 {
+			// Memory is always capped; native CPU only with StrictCPU
+			// (YARN's vcores are a share by default).
+			wantLimits := 2
+			if tc.cpuName == corev1.ResourceCPU {
+				wantLimits = 1
+			}
+			if len(c.Resources.Requests) != 2 || len(c.Resources.Limits) != wantLimits || c.Resources.Limits[tc.memName] != c.Resources.Requests[tc.memName] {
 				t.Errorf("resources %v", c.Resources)
+			}
+			strict := tc.profile
+			strict.StrictCPU = true
+			if sp, _ := strict.Pod(spec(TierLow)); len(sp.Spec.Containers[0].Resources.Limits) != 2 {
+				t.Errorf("strict CPU: limits %v", sp.Spec.Containers[0].Resources.Limits)
 			}
 			for _, kv := range []struct {
 				m map[string]string

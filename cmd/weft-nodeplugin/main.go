@@ -37,6 +37,7 @@ func main() {
 	flag.StringVar(&cfg.NodeManager.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores (as weft-rm's)")
+	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	flag.StringVar(&cfg.ShuffleAddress, "shuffle-address", "127.0.0.1:13562", "MapReduce shuffle service address (mapreduce.shuffle.port)")
 	flag.StringVar(&cfg.HTTPAddress, "http-address", "127.0.0.1:8042", "containers' logs over HTTP (yarn.nodemanager.webapp.address)")
 	flag.StringVar(&cfg.RMWebAddress, "rm-webapp-address", "", "weft-rm's REST address (yarn.resourcemanager.webapp.address), asked which applications ended so their files can go; empty keeps them")
@@ -55,6 +56,7 @@ func main() {
 		os.Exit(2)
 	}
 	p.MilliCPUPerVCore = *vcoreMilli
+	p.StrictCPU = *strictCPU
 	cfg.NodeManager.Profile = p
 	if kubeconfig == "in-cluster" {
 		cfg.Kubernetes, err = rest.InClusterConfig()

@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
 	flag.DurationVar(&cfg.Allocator.PreemptionGrace, "preemption-grace", 15*time.Second, "advance notice a preempted container's AM gets (PreemptionMessage) before it is killed")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
+	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
 	var logLevel slog.Level
@@ -69,6 +70,7 @@ func main() {
 		os.Exit(2)
 	}
 	p.MilliCPUPerVCore = *vcoreMilli
+	p.StrictCPU = *strictCPU
 	cfg.Launcher.Profile = p
 	switch kubeconfig {
 	case "":

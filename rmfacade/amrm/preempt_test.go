@@ -43,7 +43,21 @@ func (c *fakeClock) Add(d time.Duration) {
 // (low tier) containers are announced to A's AM in a PreemptionMessage,
 // killed PREEMPTED only after the grace period, and B gets the room. A's
 // minimum (medium) stays.
-func TestPreemptionWithAdvanceNotice(t *testing.T) {
+// queueFixture is an RM with queues a and b (each guaranteed half, able
+// to borrow all), one node of 8 GB and 8 vcores, an allocator on a fake
+// clock, and the AM protocol; am submits and registers an unmanaged AM.
+type queueFixture struct {
+	t          *testing.T
+	mgr        *rm.Manager
+	alloc      *allocator.Allocator
+	clock      *fakeClock
+	tokens     *Tokens
+	addr       string
+	responseID map[*ipc.Client]int32
+}
+
+func newQueueFixture(t *testing.T) *queueFixture {
+	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -63,52 +77,70 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 	alloc := allocator.New(mgr, allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now})
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
 	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}).Service())
-	ctx := context.Background()
 	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
 		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
 		t.Fatal(err)
 	}
-	am := func(queue string) (records.AttemptID, *ipc.Client) {
-		id := mgr.NewApplicationID()
-		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: queue, UnmanagedAM: true}); err != nil {
-			t.Fatal(err)
-		}
-		attempt := records.AttemptID{App: id, ID: 1}
-		tok, err := tokens.Issue(attempt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := ipctest.Dial(t, addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
-			&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-			t.Fatal(err)
-		}
-		return attempt, c
+	return &queueFixture{t: t, mgr: mgr, alloc: alloc, clock: clock, tokens: tokens, addr: addr, responseID: map[*ipc.Client]int32{}}
+}
+
+func (f *queueFixture) am(queue string, tags ...string) (records.AttemptID, *ipc.Client) {
+	t := f.t
+	t.Helper()
+	id := f.mgr.NewApplicationID()
+	if err := f.mgr.Submit(context.Background(), rm.Submission{ID: id, User: "alice", Queue: queue, Tags: tags, UnmanagedAM: true}); err != nil {
+		t.Fatal(err)
 	}
-	responseID := map[*ipc.Client]int32{}
+	attempt := records.AttemptID{App: id, ID: 1}
+	tok, err := f.tokens.Issue(attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ipctest.Dial(t, f.addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
+		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	return attempt, c
+}
+
+// allocate heartbeats, asking for n more containers of mb and vcores.
+func (f *queueFixture) allocate(c *ipc.Client, n int32, mb int64, vcores int32) *yarnpb.AllocateResponseProto {
+	t := f.t
+	t.Helper()
+	req := &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(f.responseID[c])}
+	if n > 0 {
+		req.Ask = []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(vcores)}, NumContainers: proto.Int32(n)}}
+	}
+	resp := &yarnpb.AllocateResponseProto{}
+	if err := call(c, "allocate", req, resp); err != nil {
+		t.Fatal(err)
+	}
+	f.responseID[c] = resp.GetResponseId()
+	return resp
+}
+
+func (f *queueFixture) cycle() {
+	f.t.Helper()
+	if _, err := f.alloc.Cycle(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func TestPreemptionWithAdvanceNotice(t *testing.T) {
+	f := newQueueFixture(t)
+	ctx := context.Background()
+	mgr, clock := f.mgr, f.clock
+	am := f.am
 	allocate := func(c *ipc.Client, n int32) *yarnpb.AllocateResponseProto {
 		t.Helper()
-		req := &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(responseID[c])}
-		if n > 0 {
-			req.Ask = []*yarnpb.ResourceRequestProto{{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
-				Capability: &yarnpb.ResourceProto{Memory: proto.Int64(2048), VirtualCores: proto.Int32(2)}, NumContainers: proto.Int32(n)}}
-		}
-		resp := &yarnpb.AllocateResponseProto{}
-		if err := call(c, "allocate", req, resp); err != nil {
-			t.Fatal(err)
-		}
-		responseID[c] = resp.GetResponseId()
-		return resp
+		return f.allocate(c, n, 2048, 2)
 	}
-	cycle := func() {
-		t.Helper()
-		if _, err := alloc.Cycle(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cycle := f.cycle
 
 	// A takes the whole node: one medium (its minimum), three low.
 	attemptA, a := am("a")
@@ -200,5 +232,25 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 	}
 	if tiers["medium"] != 1 || tiers["low"] != 1 {
 		t.Errorf("A keeps %v, want its medium and one low", tiers)
+	}
+}
+
+// A gang whose minimum cannot fit gets nothing (no partial placement that
+// would hold capacity while waiting), and smaller jobs behind it run.
+func TestGangNotPartiallyPlacedNorBlocking(t *testing.T) {
+	f := newQueueFixture(t)
+	// 5 workers of 2 vcores are its minimum: 10 vcores on an 8-vcore node.
+	_, gang := f.am("a", "weft.min-workers=5")
+	f.allocate(gang, 5, 1024, 2)
+	_, small := f.am("a")
+	f.allocate(small, 2, 1024, 2)
+	for i := 0; i < 3; i++ {
+		f.cycle()
+	}
+	if got := len(f.allocate(gang, 0, 0, 0).GetAllocatedContainers()); got != 0 {
+		t.Errorf("the gang got %d of its 5 minimum containers", got)
+	}
+	if got := len(f.allocate(small, 0, 0, 0).GetAllocatedContainers()); got != 2 {
+		t.Errorf("the job behind the gang got %d containers, want 2", got)
 	}
 }

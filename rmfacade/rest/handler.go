@@ -189,7 +189,7 @@ func (h *handler) queueInfo(snap *state.Snapshot, q *records.Queue, parentAbs fl
 		return info
 	}
 	leaf := &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
-		PreemptionDisabled: true, IntraQueuePreemptionDisabled: true}
+		IntraQueuePreemptionDisabled: true}
 	for _, a := range snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
 		if a.State.Terminal() {
 			continue
@@ -222,6 +222,19 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 		ResourceSecondsMap:          dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
+	// Preemption victims (notified or killed), as the RM counts them.
+	for _, c := range h.mgr.Snapshot().ContainersOfApp(a.ID) {
+		if c.PreemptDeadline == 0 {
+			continue
+		}
+		if c.ID.ID == 1 {
+			info.NumAMContainerPreempted++
+		} else {
+			info.NumNonAMContainerPreempted++
+		}
+		info.PreemptedResourceMB += c.Resource.MemoryMB
+		info.PreemptedResourceVCores += int64(c.Resource.VCores)
+	}
 	if a.Host != "" {
 		info.AMRPCAddress = fmt.Sprintf("%s:%d", a.Host, a.RPCPort)
 	}

@@ -34,11 +34,11 @@ type yarnOnKube struct {
 	dfsDir  string // the MiniDFSCluster's base directory
 }
 
-func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string) *yarnOnKube {
+func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string, rmArgs ...string) *yarnOnKube {
 	GinkgoHelper()
 	// Weft's image (the localizer runs from it), rebuilt when changed.
 	Expect(BuildWeftImage(ctx)).To(Succeed())
-	w, err := StartWeftOnKube(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, Work: GinkgoT().TempDir(), BinDir: binDir})
+	w, err := StartWeftOnKube(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, Work: GinkgoT().TempDir(), BinDir: binDir, RMArgs: rmArgs})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		w.Stop()
@@ -133,10 +133,15 @@ func (y *yarnOnKube) appByName(name string) string {
 // distShell runs DistributedShell's client, named name, and returns its
 // exit error and output.
 func (y *yarnOnKube) distShell(ctx context.Context, name string, args ...string) (error, string) {
+	return y.distShellIn(ctx, "default", name, args...)
+}
+
+// distShellIn is distShell submitting to queue.
+func (y *yarnOnKube) distShellIn(ctx context.Context, queue, name string, args ...string) (error, string) {
 	jar, err := y.dist.Jar("hadoop-yarn-applications-distributedshell-")
 	Expect(err).NotTo(HaveOccurred())
 	cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.yarn.applications.distributedshell.Client",
-		append([]string{"-jar", jar, "-appname", name, "-master_memory", "512", "-container_memory", "256", "-timeout", "240000"}, args...)...)
+		append([]string{"-jar", jar, "-appname", name, "-queue", queue, "-master_memory", "512", "-container_memory", "256", "-timeout", "240000"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -178,24 +183,50 @@ func (y *yarnOnKube) submitUntilFailed(ctx context.Context, args ...string) (app
 	return s.ApplicationID, status
 }
 
+// waitRunning waits until the application named name has n pods running
+// and returns its id.
+func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int) string {
+	GinkgoHelper()
+	var app string
+	Eventually(func(g Gomega) {
+		app = y.appByName(name)
+		g.Expect(app).NotTo(BeEmpty())
+		running := 0
+		for _, p := range y.appPods(ctx, app) {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		g.Expect(running).To(Equal(n))
+	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return app
+}
+
 func (y *yarnOnKube) appPods(ctx context.Context, app string) []corev1.Pod {
 	list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app})
 	Expect(err).NotTo(HaveOccurred())
 	return list.Items
 }
 
+// clusterForJobs brings the local cluster up (down when the container
+// ends) with Weft's namespaces and the plain profile's PriorityClasses.
+func clusterForJobs(ctx context.Context) *kube.Cluster {
+	GinkgoHelper()
+	cluster, err := kube.Up(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(kube.Down)
+	root, err := repoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "base", "namespaces.yaml"),
+		filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	return cluster
+}
+
 var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func() {
 	var y *yarnOnKube
 	BeforeAll(func(ctx SpecContext) {
-		cluster, err := kube.Up(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(kube.Down)
-		root, err := repoRoot()
-		Expect(err).NotTo(HaveOccurred())
-		_, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "base", "namespaces.yaml"),
-			filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		y = startYarnOnKube(ctx, cluster, "3.4.1")
+		y = startYarnOnKube(ctx, clusterForJobs(ctx), "3.4.1")
 	}, NodeTimeout(20*time.Minute))
 
 	It("runs DistributedShell -num_containers 4 to SUCCEEDED, each container a pod of its tier", func(ctx SpecContext) {
@@ -349,18 +380,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 			defer close(done)
 			y.distShell(ctx, "ds-kill", "-num_containers", "2", "-shell_command", "sleep 300")
 		}()
-		var app string
-		Eventually(func(g Gomega) {
-			app = y.appByName("ds-kill")
-			g.Expect(app).NotTo(BeEmpty())
-			running := 0
-			for _, p := range y.appPods(ctx, app) {
-				if p.Status.Phase == corev1.PodRunning {
-					running++
-				}
-			}
-			g.Expect(running).To(Equal(3)) // the AM and both containers
-		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		app := y.waitRunning(ctx, "ds-kill", 3) // the AM and both containers
 		_, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-kill", app)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		killed := time.Now()

@@ -54,6 +54,8 @@ type WeftOnKubeOptions struct {
 	Work string
 	// BinDir holds weft-rm and weft-nodeplugin (BuildBinaries).
 	BinDir string
+	// RMArgs are weft-rm's extra flags (--queues, --preemption-grace).
+	RMArgs []string
 }
 
 // jobsNamespace holds the pods of YARN applications.
@@ -61,8 +63,11 @@ const jobsNamespace = "weft-jobs"
 
 // StartWeftOnKube starts a MiniDFSCluster, weft-rm and a node plugin for
 // opts.Cluster's node. Weft's image must be in the node's containerd.
-func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (w *WeftOnKube, err error) {
-	w = &WeftOnKube{DFSDir: filepath.Join(opts.Work, "dfs"), LocalRoot: filepath.Join(opts.Work, "container-local"), LogRoot: filepath.Join(opts.Work, "container-logs")}
+func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube, err error) {
+	if err := os.MkdirAll(opts.Work, 0o755); err != nil {
+		return nil, err
+	}
+	w := &WeftOnKube{DFSDir: filepath.Join(opts.Work, "dfs"), LocalRoot: filepath.Join(opts.Work, "container-local"), LogRoot: filepath.Join(opts.Work, "container-logs")}
 	defer func() {
 		if err != nil {
 			w.Stop()
@@ -127,7 +132,7 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (w *WeftOnKube
 		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(opts.Work, "filecache"), "--nm-key-file", key,
 		"--container-log-root", w.LogRoot, "--container-local-root", w.LocalRoot}
 	w.RM = &RM{Bin: filepath.Join(opts.BinDir, "weft-rm"), DataDir: filepath.Join(opts.Work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
-		Args: append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"}, runtimeFlags...)}
+		Args: append(append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"}, opts.RMArgs...), runtimeFlags...)}
 	if err := w.RM.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -13,9 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/weft-sh/weft/test/e2e"
@@ -26,8 +28,10 @@ import (
 func main() {
 	rounds := flag.Int("rounds", 3, "runs of each job on each cluster (alternating)")
 	keep := flag.Bool("keep-cluster", false, "leave the local Kubernetes cluster up afterwards")
+	logs := flag.String("logs", "", "write weft-rm's and the node plugin's logs into this directory")
+	only := flag.String("only", "", "run only the jobs whose name starts with this")
 	flag.Parse()
-	if err := run(*rounds, *keep); err != nil {
+	if err := run(*rounds, *keep, *logs, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "mrjobs:", err)
 		os.Exit(1)
 	}
@@ -40,8 +44,11 @@ type job struct {
 	args func(out string) []string
 }
 
-func run(rounds int, keep bool) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+func run(rounds int, keep bool, logs, only string) (err error) {
+	// Ctrl-C ends the run, and still stops what it started.
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 60*time.Minute)
 	defer cancel()
 	work, err := os.MkdirTemp("", "weft-bench-mr-")
 	if err != nil {
@@ -70,6 +77,13 @@ func run(rounds int, keep bool) (err error) {
 		return err
 	}
 	defer weft.Stop()
+	if logs != "" {
+		defer func() {
+			os.MkdirAll(logs, 0o755)
+			os.WriteFile(filepath.Join(logs, "weft-rm.log"), []byte(weft.RM.Logs()), 0o644)
+			os.WriteFile(filepath.Join(logs, "weft-nodeplugin.log"), []byte(weft.PluginLogs()), 0o644)
+		}()
+	}
 	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
 	if err != nil {
 		return err
@@ -102,10 +116,10 @@ func run(rounds int, keep bool) (err error) {
 		}
 	}
 	dist := weft.Dist
-	if _, errOut, err := dist.Hadoop(ctx, weft.Conf, "alice", "fs", "-mkdir", "-p", "/bench/words"); err != nil {
+	if _, errOut, err := dist.Hadoop(ctx, weft.Conf, "alice", "fs", "-mkdir", "-p", "/user/alice/bench/words"); err != nil {
 		return fmt.Errorf("mkdir: %v: %s", err, errOut)
 	}
-	if _, errOut, err := dist.Hadoop(ctx, weft.Conf, "alice", "fs", "-put", "-f", input+"/part-0.txt", input+"/part-1.txt", input+"/part-2.txt", input+"/part-3.txt", "/bench/words"); err != nil {
+	if _, errOut, err := dist.Hadoop(ctx, weft.Conf, "alice", "fs", "-put", "-f", input+"/part-0.txt", input+"/part-1.txt", input+"/part-2.txt", input+"/part-3.txt", "/user/alice/bench/words"); err != nil {
 		return fmt.Errorf("put: %v: %s", err, errOut)
 	}
 	examples, err := dist.Jar("hadoop-mapreduce-examples-")
@@ -115,7 +129,7 @@ func run(rounds int, keep bool) (err error) {
 	jobs := []job{
 		{"pi 4 1000", func(string) []string { return []string{"pi", "4", "1000"} }},
 		{"wordcount (4 MB, 2 reducers)", func(out string) []string {
-			return []string{"wordcount", "-Dmapreduce.job.reduces=2", "/bench/words", out}
+			return []string{"wordcount", "-Dmapreduce.job.reduces=2", "/user/alice/bench/words", out}
 		}},
 	}
 	targets := []struct{ name, conf string }{{"weft", weft.Conf}, {"yarn", peerConf}}
@@ -123,9 +137,12 @@ func run(rounds int, keep bool) (err error) {
 	n := 0
 	for r := 0; r < rounds; r++ {
 		for _, j := range jobs {
+			if !strings.HasPrefix(j.name, only) {
+				continue
+			}
 			for _, t := range targets {
 				n++
-				out := fmt.Sprintf("/bench/out-%s-%d", t.name, n)
+				out := fmt.Sprintf("/user/alice/bench/out-%s-%d", t.name, n)
 				cmd := dist.Command(ctx, t.conf, "alice", "org.apache.hadoop.util.RunJar", append([]string{examples}, j.args(out)...)...)
 				var log bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &log, &log
@@ -145,6 +162,9 @@ func run(rounds int, keep bool) (err error) {
 	fmt.Printf("\nmedian wall time of %d runs, same machine, same HDFS (MiniDFSCluster), Hadoop 3.4.1 client:\n", rounds)
 	fmt.Printf("%-30s %8s %8s %12s\n", "job", "weft", "yarn", "weft/yarn")
 	for _, j := range jobs {
+		if !strings.HasPrefix(j.name, only) {
+			continue
+		}
 		w, y := median(times[j.name]["weft"]), median(times[j.name]["yarn"])
 		fmt.Printf("%-30s %7.1fs %7.1fs %11.2fx\n", j.name, w.Seconds(), y.Seconds(), w.Seconds()/y.Seconds())
 	}
