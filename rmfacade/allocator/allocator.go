@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -43,6 +45,8 @@ type Options struct {
 	PreemptionGrace time.Duration
 	Logger          *slog.Logger
 	Now             func() time.Time
+	// Metrics, when set, receives the allocator's Prometheus series.
+	Metrics prometheus.Registerer
 }
 
 // askKey identifies one outstanding ask of an attempt, as YARN keys them:
@@ -59,6 +63,8 @@ type Allocator struct {
 	mgr   *rm.Manager
 	sched *scheduler.Scheduler
 	opts  Options
+
+	metrics *metrics
 
 	mu   sync.Mutex
 	asks map[records.AttemptID]map[askKey]int
@@ -82,7 +88,7 @@ func New(mgr *rm.Manager, opts Options) *Allocator {
 	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
 		opts.Tiers = translator.DefaultTierPolicy
 	}
-	return &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts,
+	return &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts, metrics: newMetrics(opts.Metrics),
 		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1)}
 }
 
@@ -166,11 +172,13 @@ type pendingRequest struct {
 	attempt records.AttemptID
 	key     askKey
 	tier    string
+	queue   string
 }
 
 // Cycle runs one scheduling cycle and returns how many containers it
 // granted.
 func (a *Allocator) Cycle(ctx context.Context) (int, error) {
+	defer a.metrics.observeCycle(time.Now())
 	snap := a.mgr.Snapshot()
 	nodes := snap.Nodes(records.NodeRunning)
 	var cluster quota.Resource
@@ -223,6 +231,11 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	waiting := map[string]int{}
+	for _, p := range pending {
+		waiting[p.queue]++
+	}
+	a.metrics.observeQueues(st, h, waiting)
 	if len(pending) == 0 {
 		return 0, nil
 	}
@@ -256,6 +269,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 			return granted, err
 		}
 		granted += len(made)
+		for _, c := range made {
+			a.metrics.granted.WithLabelValues(c.Tier).Inc()
+		}
 		a.mu.Lock()
 		for _, c := range made {
 			k := askKey{Priority: c.Priority, AllocationRequestID: c.AllocationRequestID, Resource: c.Resource}
@@ -325,7 +341,7 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tierOf(string(tier)), Resource: toQuota(k.Resource)}); err != nil {
 				return err
 			}
-			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier)}
+			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier), queue: q.Path}
 		}
 	}
 	return nil
@@ -345,6 +361,7 @@ func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preempt
 			return err
 		}
 		if marked {
+			a.metrics.preempted.WithLabelValues(v.Tier.String(), v.VictimQueue).Inc()
 			a.opts.Logger.Info("preempting container", "container", id.String(), "for", v.ForQueue, "from", v.VictimQueue,
 				"deadline", deadline.Format(time.RFC3339))
 		}

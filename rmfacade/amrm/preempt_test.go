@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
@@ -54,6 +57,7 @@ type queueFixture struct {
 	tokens     *Tokens
 	addr       string
 	responseID map[*ipc.Client]int32
+	metrics    *prometheus.Registry
 }
 
 func newQueueFixture(t *testing.T) *queueFixture {
@@ -74,14 +78,15 @@ func newQueueFixture(t *testing.T) *queueFixture {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	clock := &fakeClock{now: time.Now()}
-	alloc := allocator.New(mgr, allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now})
+	reg := prometheus.NewRegistry()
+	alloc := allocator.New(mgr, allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now, Metrics: reg})
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
 	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}).Service())
 	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
 		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
 		t.Fatal(err)
 	}
-	return &queueFixture{t: t, mgr: mgr, alloc: alloc, clock: clock, tokens: tokens, addr: addr, responseID: map[*ipc.Client]int32{}}
+	return &queueFixture{t: t, mgr: mgr, alloc: alloc, clock: clock, tokens: tokens, addr: addr, responseID: map[*ipc.Client]int32{}, metrics: reg}
 }
 
 func (f *queueFixture) am(queue string, tags ...string) (records.AttemptID, *ipc.Client) {
@@ -232,6 +237,38 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 	}
 	if tiers["medium"] != 1 || tiers["low"] != 1 {
 		t.Errorf("A keeps %v, want its medium and one low", tiers)
+	}
+
+	// The metrics tell the same: two low-tier preemptions from A, and B
+	// using its guarantee.
+	if err := testutil.GatherAndCompare(f.metrics, strings.NewReader(`
+# HELP weft_preemptions_total Containers chosen as preemption victims, by the victim's tier and queue.
+# TYPE weft_preemptions_total counter
+weft_preemptions_total{queue="root.a",tier="low"} 2
+`), "weft_preemptions_total"); err != nil {
+		t.Error(err)
+	}
+	gathered, err := f.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bUsed float64 = -1
+	for _, mf := range gathered {
+		if mf.GetName() != "weft_queue_resource" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["queue"] == "root.b" && l["kind"] == "used" && l["resource"] == "millicpu" {
+				bUsed = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if bUsed != 4000 {
+		t.Errorf("weft_queue_resource{queue=root.b,kind=used,resource=millicpu} = %v, want 4000", bUsed)
 	}
 }
 

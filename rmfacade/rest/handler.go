@@ -28,6 +28,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Metrics, when set, serves Prometheus metrics at /prom (where
+	// Hadoop 3's RM serves them with hadoop.prometheus.endpoint.enabled)
+	// and /metrics.
+	Metrics http.Handler
 }
 
 type handler struct {
@@ -76,6 +80,10 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 			r.Method+" is not supported on "+r.URL.Path)
 	})
 	r.HandleFunc("/proxy/{appid}/", h.proxy)
+	if opts.Metrics != nil {
+		r.Handle("/prom", opts.Metrics).Methods(http.MethodGet)
+		r.Handle("/metrics", opts.Metrics).Methods(http.MethodGet)
+	}
 	h.registerUI(r)
 	return r
 }

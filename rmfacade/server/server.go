@@ -17,6 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 
@@ -112,14 +115,16 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
-	launcher           *amlauncher.Launcher
-	nodes              *nodesync.Syncer
-	allocator          *allocator.Allocator
-	queuesFromCluster  bool
-	queues             []quota.QueueConfig
-	queueStatus        map[string]string // last status written per Queue
-	ipc, amIPC         *ipc.Server
-	web                *http.Server
+	launcher          *amlauncher.Launcher
+	nodes             *nodesync.Syncer
+	allocator         *allocator.Allocator
+	queuesFromCluster bool
+	queues            []quota.QueueConfig
+	queueStatus       map[string]string // last status written per Queue
+	ipc, amIPC        *ipc.Server
+	web               *http.Server
+	// metrics holds the RM's Prometheus series (and Go's, the process's).
+	metrics            *prometheus.Registry
 	lnIPC, lnAM, lnWeb net.Listener
 }
 
@@ -148,7 +153,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
-		queueStatus: map[string]string{}}
+		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry()}
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -215,6 +221,7 @@ func (s *Server) init() error {
 		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
 		aopts := s.cfg.Allocator
 		aopts.Logger = s.cfg.Logger
+		aopts.Metrics = s.metrics
 		s.allocator = allocator.New(s.Manager, aopts)
 		amOpts.Allocator = s.allocator
 	}
@@ -223,7 +230,8 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
-	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger}), ReadHeaderTimeout: 10 * time.Second}
+	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger,
+		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
 	if s.cfg.LocalNode {
 		return s.registerLocalNode()
 	}

@@ -184,11 +184,17 @@ func (y *yarnOnKube) submitUntilFailed(ctx context.Context, args ...string) (app
 }
 
 // waitRunning waits until the application named name has n pods running
-// and returns its id.
-func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int) string {
+// and returns its id; it stops early with what abort returns, if that is
+// not nil (the client exited).
+func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int, abort ...func() error) string {
 	GinkgoHelper()
 	var app string
 	Eventually(func(g Gomega) {
+		for _, a := range abort {
+			if err := a(); err != nil {
+				StopTrying(err.Error()).Now()
+			}
+		}
 		app = y.appByName(name)
 		g.Expect(app).NotTo(BeEmpty())
 		running := 0
