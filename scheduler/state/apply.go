@@ -197,14 +197,29 @@ func (a *applier) preempt(p objects.Preemption) (bool, error) {
 	return true, a.tx.Insert(TableAllocations, &c)
 }
 
-// Reclaimable reports whether taking victim from a queue that uses used
-// leaves the queue at or above its guarantee wherever it was: only borrowed
-// capacity is reclaimed, never capacity within a guarantee.
+// Reclaimable reports whether victim may be taken from a queue that uses
+// used: in every dimension where the queue borrows (uses more than its
+// guarantee), taking it leaves the queue at or above its guarantee, and it
+// borrows in at least one dimension the victim uses. Dimensions within
+// the guarantee do not hold a victim back: a container frees all it holds,
+// and a queue borrowing CPU while within its memory must still give the
+// CPU back (YARN's DRF preemption likewise looks at the dominant share).
 func Reclaimable(used, guaranteed, victim quota.Resource) bool {
-	floor := used.Min(guaranteed)
-	// Min drops extended resources absent from either side; a dimension
-	// without a guarantee has a floor of zero, which is what we want.
-	return floor.Fits(used.Sub(victim))
+	borrows := false
+	after := used.Sub(victim)
+	for _, name := range used.Names() {
+		u, g := used.Get(name), guaranteed.Get(name)
+		if u <= g {
+			continue
+		}
+		if after.Get(name) < g {
+			return false
+		}
+		if victim.Get(name) > 0 {
+			borrows = true
+		}
+	}
+	return borrows
 }
 
 func (a *applier) flush() error {
