@@ -39,7 +39,7 @@ unit-test:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 e2e-test: build
-	$(GO) test -count=1 -timeout 40m ./test/...
+	$(GO) test -count=1 -timeout 60m ./test/...
 
 # Short fuzzing pass over the wire parsers (seed corpora are committed).
 fuzz:
