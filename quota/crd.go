@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -93,4 +95,60 @@ func yarnState(s string) string {
 		return "STOPPED"
 	}
 	return "RUNNING"
+}
+
+// QuotasFromCRDs maps Queue objects onto the scheduler's quotas at now:
+// each queue's guarantee and maximum in absolute quantities, those of the
+// time window in effect (Effective), with its weight. milliCPUPerVCore
+// converts Kubernetes CPU to the scheduler's CPU unit (a YARN vcore is
+// 1000 of it; 0 means 1000). Paths are ConfigsFromQueues's.
+func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int64) ([]QueueQuota, error) {
+	configs, err := ConfigsFromQueues(queues)
+	if err != nil {
+		return nil, err
+	}
+	if milliCPUPerVCore <= 0 {
+		milliCPUPerVCore = 1000
+	}
+	byName := map[string]*v1alpha1.Queue{}
+	for i := range queues {
+		byName[queues[i].Name] = &queues[i]
+	}
+	out := make([]QueueQuota, 0, len(configs))
+	for _, c := range configs {
+		name := c.Path[strings.LastIndexByte(c.Path, '.')+1:]
+		q := byName[name]
+		if c.Path == "root" {
+			for i := range queues {
+				if queues[i].Spec.Parent == "" {
+					q = &queues[i]
+				}
+			}
+		}
+		guaranteed, maximum, _ := Effective(q.Spec, now)
+		qq := QueueQuota{Path: c.Path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
+		if len(maximum) > 0 {
+			m := fromResourceList(maximum, milliCPUPerVCore)
+			qq.Max = &m
+		}
+		out = append(out, qq)
+	}
+	return out, nil
+}
+
+// fromResourceList converts Kubernetes quantities: CPU to the scheduler's
+// unit (1000 a vcore), memory in bytes, other resources by value.
+func fromResourceList(l corev1.ResourceList, milliCPUPerVCore int64) Resource {
+	var r Resource
+	for name, q := range l {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU = q.MilliValue() * 1000 / milliCPUPerVCore
+		case corev1.ResourceMemory:
+			r.Memory = q.Value()
+		default:
+			r.setInPlace(string(name), q.Value())
+		}
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package quota
 import (
 	"math"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,6 +66,48 @@ func TestConfigsFromQueues(t *testing.T) {
 	} {
 		if _, err := ConfigsFromQueues(bad); err == nil {
 			t.Errorf("%s accepted", name)
+		}
+	}
+}
+
+// Absolute guarantees and maxima reach the scheduler in its CPU unit (1000
+// a vcore), and a time window's quota replaces the queue's own while it
+// is in effect.
+func TestQuotasFromCRDs(t *testing.T) {
+	etl := queue("etl", "cluster", "2", "4", 2)
+	etl.Spec.Guaranteed[corev1.ResourceMemory] = resource.MustParse("8Gi")
+	etl.Spec.TimeWindows = []v1alpha1.QueueTimeWindow{{Name: "night", Start: "22:00", End: "06:00",
+		Guaranteed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+		Max:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}
+	queues := []v1alpha1.Queue{queue("cluster", "", "", "", 1), etl, queue("web", "cluster", "1", "", 1)}
+	for _, c := range []struct {
+		name                 string
+		at                   time.Time
+		guaranteedMilli, max int64
+	}{
+		{"by day", time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), 8000, 16000},
+		{"by night", time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC), 12000, 24000},
+	} {
+		got, err := QuotasFromCRDs(queues, c.at, 250) // a vcore is 250m: 1 core = 4 vcores
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPath := map[string]QueueQuota{}
+		for _, q := range got {
+			byPath[q.Path] = q
+		}
+		e := byPath["root.etl"]
+		if e.Guaranteed.MilliCPU != c.guaranteedMilli || e.Max == nil || e.Max.MilliCPU != c.max || e.Weight != 2 {
+			t.Errorf("%s: root.etl = %+v (max %v)", c.name, e, e.Max)
+		}
+		if c.name == "by day" && e.Guaranteed.Memory != 8<<30 {
+			t.Errorf("%s: memory guarantee %d", c.name, e.Guaranteed.Memory)
+		}
+		if w := byPath["root.web"]; w.Guaranteed.MilliCPU != 4000 || w.Max != nil {
+			t.Errorf("%s: root.web = %+v", c.name, w)
+		}
+		if _, ok := byPath["root"]; !ok || len(got) != 3 {
+			t.Errorf("%s: paths %v", c.name, byPath)
 		}
 	}
 }

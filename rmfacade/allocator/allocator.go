@@ -47,6 +47,11 @@ type Options struct {
 	Now             func() time.Time
 	// Metrics, when set, receives the allocator's Prometheus series.
 	Metrics prometheus.Registerer
+	// Quotas gives the queues' quotas for a cluster of the given capacity
+	// at a time (the server's: absolute ones from Queue objects, time
+	// windows applied). Default: the configured capacities as shares of
+	// the cluster (quota.QuotasFromQueues).
+	Quotas func(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error)
 }
 
 // askKey identifies one outstanding ask of an attempt, as YARN keys them:
@@ -185,7 +190,14 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	for _, n := range nodes {
 		cluster.AddInPlace(toQuota(n.Capability))
 	}
-	h, err := quota.NewHierarchy(quota.QuotasFromQueues(a.mgr.Queues().Queues(), cluster))
+	quotas := quota.QuotasFromQueues(a.mgr.Queues().Queues(), cluster)
+	if a.opts.Quotas != nil {
+		var err error
+		if quotas, err = a.opts.Quotas(cluster, a.opts.Now()); err != nil {
+			return 0, fmt.Errorf("allocator: queue quotas: %w", err)
+		}
+	}
+	h, err := quota.NewHierarchy(quotas)
 	if err != nil {
 		return 0, fmt.Errorf("allocator: queue hierarchy: %w", err)
 	}

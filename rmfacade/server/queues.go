@@ -20,30 +20,43 @@ import (
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
-// queuesFromKubernetes reads the Queue tree from the cluster. It returns
-// nil when the Queue API is not installed or holds no queues.
-func queuesFromKubernetes(ctx context.Context, cfg *k8srest.Config) ([]quota.QueueConfig, error) {
+// queuesFromKubernetes reads the Queue tree from the cluster, as YARN's
+// view and as the objects. It returns nils when the Queue API is not
+// installed or holds no queues.
+func queuesFromKubernetes(ctx context.Context, cfg *k8srest.Config) ([]quota.QueueConfig, []v1alpha1.Queue, error) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	list, err := client.Resource(v1alpha1.GroupVersion.WithResource("queues")).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
+		return nil, nil, fmt.Errorf("list queues: %w", err)
 	}
 	if len(list.Items) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	queues := make([]v1alpha1.Queue, len(list.Items))
 	for i, u := range list.Items {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &queues[i]); err != nil {
-			return nil, fmt.Errorf("queue %s: %w", u.GetName(), err)
+			return nil, nil, fmt.Errorf("queue %s: %w", u.GetName(), err)
 		}
 	}
-	return quota.ConfigsFromQueues(queues)
+	configs, err := quota.ConfigsFromQueues(queues)
+	return configs, queues, err
+}
+
+// quotas are the scheduler's queue quotas: from the Queue objects when
+// the tree comes from the cluster (absolute guarantees and maxima, time
+// windows applied), else from the configured capacities as shares of
+// the cluster.
+func (s *Server) quotas(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error) {
+	if crds := s.crds.Load(); crds != nil {
+		return quota.QuotasFromCRDs(*crds, now, s.cfg.Launcher.Profile.VCoreMilli())
+	}
+	return quota.QuotasFromQueues(s.Manager.Queues().Queues(), cluster), nil
 }
 
 // writeQueueStatus publishes each Queue's status as the RM sees it:
@@ -93,10 +106,16 @@ func (s *Server) writeQueueStatus(ctx context.Context) error {
 		} else {
 			u.pending++
 		}
-		// The AM holds its resources once its container exists.
+		// The AM holds its resources once its container exists, and the
+		// containers granted to it theirs until they complete.
 		if att := snap.Attempt(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); att != nil &&
 			(att.State == records.AttemptLaunched || att.State == records.AttemptRunning) {
 			u.used = u.used.Add(a.AMResource)
+		}
+		for _, c := range snap.ContainersOfApp(a.ID) {
+			if c.ID.ID != 1 && c.State != records.ContainerComplete {
+				u.used = u.used.Add(c.Resource)
+			}
 		}
 	}
 	var total func(name string, seen map[string]bool) usage
@@ -120,7 +139,7 @@ func (s *Server) writeQueueStatus(ctx context.Context) error {
 		t := total(q.Name, map[string]bool{})
 		guaranteed, _, window := quota.Effective(q.Spec, now)
 		used := corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(int64(t.used.VCores), resource.DecimalSI),
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(t.used.VCores)*s.cfg.Launcher.Profile.VCoreMilli(), resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(t.used.MemoryMB<<20, resource.BinarySI),
 		}
 		borrowed := corev1.ResourceList{}

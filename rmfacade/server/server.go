@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
@@ -126,20 +128,24 @@ type Server struct {
 	// metrics holds the RM's Prometheus series (and Go's, the process's).
 	metrics            *prometheus.Registry
 	lnIPC, lnAM, lnWeb net.Listener
+	// crds are the Queue objects the tree was read from, if it was: their
+	// absolute quotas and time windows are the scheduler's.
+	crds atomic.Pointer[[]v1alpha1.Queue]
 }
 
 // New opens the store and binds the listeners; Serve starts serving.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	fromCluster := cfg.Queues == nil && cfg.Kubernetes != nil
+	var crds []v1alpha1.Queue
 	if fromCluster {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		qs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
+		qs, objs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		cfg.Queues = qs
+		cfg.Queues, crds = qs, objs
 	}
 	if cfg.Queues == nil {
 		cfg.Queues = quota.DefaultQueues
@@ -155,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
 		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry()}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if crds != nil {
+		s.crds.Store(&crds)
+	}
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -222,6 +231,7 @@ func (s *Server) init() error {
 		aopts := s.cfg.Allocator
 		aopts.Logger = s.cfg.Logger
 		aopts.Metrics = s.metrics
+		aopts.Quotas = s.quotas
 		s.allocator = allocator.New(s.Manager, aopts)
 		amOpts.Allocator = s.allocator
 	}
@@ -331,7 +341,12 @@ func (s *Server) refreshQueues(ctx context.Context) {
 		if err := s.writeQueueStatus(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("queue status not written", "err", err)
 		}
-		qs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
+		qs, objs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
+		if err == nil && objs != nil {
+			if _, qerr := quota.QuotasFromCRDs(objs, time.Now(), 0); qerr == nil {
+				s.crds.Store(&objs)
+			}
+		}
 		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {
 			if err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Warn("queues not refreshed", "err", err)
