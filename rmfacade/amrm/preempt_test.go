@@ -60,7 +60,7 @@ type queueFixture struct {
 	metrics    *prometheus.Registry
 }
 
-func newQueueFixture(t *testing.T) *queueFixture {
+func newQueueFixture(t *testing.T, tune ...func(*allocator.Options)) *queueFixture {
 	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
@@ -79,7 +79,11 @@ func newQueueFixture(t *testing.T) *queueFixture {
 	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	clock := &fakeClock{now: time.Now()}
 	reg := prometheus.NewRegistry()
-	alloc := allocator.New(mgr, allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now, Metrics: reg})
+	aopts := allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now, Metrics: reg}
+	for _, f := range tune {
+		f(&aopts)
+	}
+	alloc := allocator.New(mgr, aopts)
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
 	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}).Service())
 	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
@@ -289,5 +293,28 @@ func TestGangNotPartiallyPlacedNorBlocking(t *testing.T) {
 	}
 	if got := len(f.allocate(small, 0, 0, 0).GetAllocatedContainers()); got != 2 {
 		t.Errorf("the job behind the gang got %d containers, want 2", got)
+	}
+}
+
+// The allocator takes its queue quotas from Options.Quotas when set (the
+// server's: absolute ones from Queue objects, time windows applied): a
+// maximum of 4 vcores there caps queue a, whatever its capacity share.
+func TestQuotasFromOptions(t *testing.T) {
+	var at time.Time
+	f := newQueueFixture(t, func(o *allocator.Options) {
+		o.Quotas = func(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error) {
+			at = now
+			max := quota.Resource{MilliCPU: 4000, Memory: 8192 << 20}
+			return []quota.QueueQuota{{Path: "root", Guaranteed: cluster}, {Path: "root.a", Max: &max}, {Path: "root.b"}}, nil
+		}
+	})
+	_, a := f.am("a")
+	f.allocate(a, 4, 1024, 2)
+	f.cycle()
+	if got := len(f.allocate(a, 0, 0, 0).GetAllocatedContainers()); got != 2 {
+		t.Errorf("granted %d containers of 2 vcores under a 4-vcore max, want 2", got)
+	}
+	if !at.Equal(f.clock.Now()) {
+		t.Errorf("quotas asked for %v, want the allocator's clock %v", at, f.clock.Now())
 	}
 }
