@@ -225,8 +225,18 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 
 	pending := map[string]pendingRequest{}
 	err = st.Update(func(w *schedstate.Txn) error {
+		// AM containers are placed by the cluster's scheduler, so the node
+		// reports them among what others hold (Occupied); they are the
+		// applications' own, and count in their queues instead.
+		amsOn := map[string]records.Resource{}
+		for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+			if am := amContainer(snap, app); am != nil {
+				amsOn[am.Node] = amsOn[am.Node].Add(am.Resource)
+			}
+		}
 		for _, n := range nodes {
-			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied)}); err != nil {
+			others := toQuota(n.Occupied).Sub(toQuota(amsOn[n.ID])).NonNegative()
+			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: others}); err != nil {
 				return err
 			}
 		}
@@ -319,10 +329,17 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 		Priority: app.Priority, Submitted: time.UnixMilli(app.SubmitTime)}); err != nil {
 		return err
 	}
+	// The AM's container counts in its queue, high tier: never a victim.
+	if am := amContainer(snap, app); am != nil && w.Node(am.Node) != nil {
+		if err := w.AddAllocation(&objects.Allocation{ID: am.ID.String(), AppID: appID, NodeID: am.Node,
+			Tier: objects.TierHigh, Resource: toQuota(am.Resource)}); err != nil {
+			return err
+		}
+	}
 	workers := 0
 	for _, c := range snap.ContainersOfAttempt(attempt) {
 		if c.ID.ID == 1 || c.State == records.ContainerComplete {
-			continue // the AM container is placed by the cluster; see Node.Occupied
+			continue // the AM's, above
 		}
 		workers++
 		if w.Node(c.Node) == nil {
@@ -357,6 +374,16 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 		}
 	}
 	return nil
+}
+
+// amContainer is a running application's live AM container, once the
+// cluster placed it (nil for unmanaged AMs and AMs not yet placed).
+func amContainer(snap *state.Snapshot, app *records.Application) *records.Container {
+	c := snap.Container(records.ContainerID{Attempt: records.AttemptID{App: app.ID, ID: app.CurrentAttempt}, ID: 1})
+	if c == nil || c.Node == "" || c.State == records.ContainerComplete {
+		return nil
+	}
+	return c
 }
 
 // notifyVictims marks the plan's preemption victims, whose AMs are then

@@ -318,3 +318,53 @@ func TestQuotasFromOptions(t *testing.T) {
 		t.Errorf("quotas asked for %v, want the allocator's clock %v", at, f.clock.Now())
 	}
 }
+
+// An AM's container counts in its queue (as in YARN), and is taken out of
+// what the node reports others hold, so it is counted once: queue a, at
+// most half of an 8-vcore node, holds its 2-vcore AM and one 2-vcore
+// container, not two.
+func TestAMContainerCountsInItsQueue(t *testing.T) {
+	f := newQueueFixture(t, func(o *allocator.Options) {
+		o.Quotas = func(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error) {
+			half := quota.Resource{MilliCPU: cluster.MilliCPU / 2, Memory: cluster.Memory / 2}
+			return []quota.QueueQuota{{Path: "root", Guaranteed: cluster}, {Path: "root.a", Max: &half}, {Path: "root.b"}}, nil
+		}
+	})
+	ctx := context.Background()
+	id := f.mgr.NewApplicationID()
+	if err := f.mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: "a",
+		AMResource: records.Resource{MemoryMB: 1024, VCores: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := records.AttemptID{App: id, ID: 1}
+	am := records.ContainerID{Attempt: attempt, ID: 1}
+	// The cluster placed the AM's pod: the node reports it as occupied.
+	if err := f.mgr.AMContainerPlaced(ctx, am, "node-a:8041", "node-a:8042", records.Resource{MemoryMB: 1024, VCores: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mgr.AMLaunched(ctx, attempt, am); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}, Occupied: records.Resource{MemoryMB: 1024, VCores: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.tokens.Issue(attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ipctest.Dial(t, f.addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
+		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	f.allocate(c, 3, 1024, 2)
+	f.cycle()
+	f.cycle()
+	if got := len(f.allocate(c, 0, 0, 0).GetAllocatedContainers()); got != 1 {
+		t.Errorf("queue a got %d containers beside its AM under a 4-vcore max, want 1", got)
+	}
+}

@@ -34,8 +34,8 @@ var _ = Describe("Two tenants on Weft: borrowing and tier-ordered preemption wit
 	It("reclaims A's elastic containers for B after a PreemptionMessage, keeping A's AM and minimum, and both jobs finish", func(ctx SpecContext) {
 		// The node has 8 vcores for YARN (2 CPUs at 250m a vcore). A's
 		// MapReduce job: its AM and 6 maps of a vcore each, holding them
-		// for a minute: A borrows 2 vcores of B's guarantee of 4, and
-		// leaves the room of one AM. Its AM kills the tasks it is told
+		// for a minute: A (AM included, as in YARN) borrows 3 vcores of
+		// B's guarantee of 4, and leaves the room of one AM. Its AM kills the tasks it is told
 		// about (KillAMPreemptionPolicy), as production MapReduce does.
 		tests := y.jobclientTests()
 		// SleepJob from MapReduce's test jobs jar, run as `hadoop
