@@ -101,6 +101,14 @@ func (f *queueFixture) am(queue string, tags ...string) (records.AttemptID, *ipc
 		t.Fatal(err)
 	}
 	attempt := records.AttemptID{App: id, ID: 1}
+	return attempt, f.register(attempt)
+}
+
+// register dials the AM protocol with the attempt's AMRMToken and
+// registers.
+func (f *queueFixture) register(attempt records.AttemptID) *ipc.Client {
+	t := f.t
+	t.Helper()
 	tok, err := f.tokens.Issue(attempt)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +121,7 @@ func (f *queueFixture) am(queue string, tags ...string) (records.AttemptID, *ipc
 		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
 	}
-	return attempt, c
+	return c
 }
 
 // allocate heartbeats, asking for n more containers of mb and vcores.
@@ -349,18 +357,7 @@ func TestAMContainerCountsInItsQueue(t *testing.T) {
 		Capability: records.Resource{MemoryMB: 8192, VCores: 8}, Occupied: records.Resource{MemoryMB: 1024, VCores: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := f.tokens.Issue(attempt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ipctest.Dial(t, f.addr, ipc.ClientOptions{Protocol: Protocol, Token: &ipc.Token{Identifier: tok.GetIdentifier(), Password: tok.GetPassword()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
-		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-		t.Fatal(err)
-	}
+	c := f.register(attempt)
 	f.allocate(c, 3, 1024, 2)
 	f.cycle()
 	f.cycle()
