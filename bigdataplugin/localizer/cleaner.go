@@ -24,8 +24,9 @@ type CacheCleaner struct {
 	TargetSize int64         // bytes
 	MinAge     time.Duration // an entry used more recently than this is kept (a container may be linking it)
 	// InUse returns the cache entry directories (absolute paths, as under
-	// Dir) that live containers link; LinkedEntries finds them. Nil means
-	// none are, so that only MinAge protects entries.
+	// Dir) that live containers link; RefsInUse reads them from what
+	// Localize recorded (Options.RefsFile). Nil means none are, so that
+	// only MinAge protects entries.
 	InUse func(ctx context.Context) (map[string]bool, error)
 	Now   func() time.Time // nil means time.Now
 }
@@ -289,82 +290,4 @@ func trashName(dir string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, ".trash-"+suffix), nil
-}
-
-// LinkedEntries walks container working directories under roots and
-// returns the cache entries (directories directly holding a scope's
-// entries, i.e. <Dir>/public/<hash>, <Dir>/private/<u>/<hash>,
-// <Dir>/app/<a>/<hash>) that their symlinks point into.
-//
-// dir must be the cache as the links name it (Localize makes them with
-// Options.CacheDir made absolute); the entries are returned under dir made
-// absolute. A missing root is not an error, nor is what vanishes during
-// the walk (a container that finished), but any other error is: a
-// directory that cannot be read may hold links, and an entry thought
-// unlinked may be deleted.
-func LinkedEntries(dir string, roots ...string) (map[string]bool, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("linked cache entries: %w", err)
-	}
-	linked := map[string]bool{}
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.Type()&fs.ModeSymlink == 0 {
-				return nil
-			}
-			to, err := os.Readlink(p)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if !filepath.IsAbs(to) {
-				to = filepath.Join(filepath.Dir(p), to)
-			}
-			if e := entryOf(dir, to); e != "" {
-				linked[e] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("linked cache entries: %w", err)
-		}
-	}
-	return linked, nil
-}
-
-// entryOf is the cache entry in dir (absolute and clean) holding p, or ""
-// if p is not within an entry.
-func entryOf(dir, p string) string {
-	rel, err := filepath.Rel(dir, filepath.Clean(p))
-	if err != nil || !filepath.IsLocal(rel) {
-		return ""
-	}
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	var n int
-	switch parts[0] {
-	case publicScope:
-		n = 2
-	case privateScope, appScope:
-		n = 3
-	default:
-		return ""
-	}
-	if len(parts) < n {
-		return ""
-	}
-	for _, part := range parts[1:n] {
-		if strings.HasPrefix(part, ".") {
-			return ""
-		}
-	}
-	return filepath.Join(append([]string{dir}, parts[:n]...)...)
 }

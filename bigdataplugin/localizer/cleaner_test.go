@@ -235,67 +235,36 @@ func TestCleanLeftovers(t *testing.T) {
 	}
 }
 
-func TestLinkedEntries(t *testing.T) {
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	h1 := filepath.Join(cache, "public", "h1")
-	h2 := filepath.Join(cache, "private", "alice", "h2")
-	h3 := filepath.Join(cache, "app", "application_1_0001", "h3")
-	links := map[string]string{
-		"c1/job.jar":          filepath.Join(h3, "job.jar"),
-		"c1/sub/lib":          h1,
-		"c2/deep":             filepath.Join(h2, "x", "y"),
-		"c2/rel":              "../../cache/public/h1/data",
-		"c2/outside":          "/etc/passwd",
-		"c2/scope":            filepath.Join(cache, "public"),
-		"c2/user":             filepath.Join(cache, "private", "alice"),
-		"c2/leftover":         filepath.Join(cache, ".fetch-1", "x"),
-		"c2/beside":           filepath.Join(dir, "cache2", "public", "h9"),
-		"c3/nested/dirs/link": filepath.Join(h1, "data"),
-	}
-	root := filepath.Join(dir, "work")
-	for name, to := range links {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(to, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := LinkedEntries(cache, root, filepath.Join(dir, "missing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{h1: true, h2: true, h3: true}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("LinkedEntries = %v, want %v", got, want)
-	}
-}
-
 // TestCleanLocalized has a cleaner and the localizer share a cache: what
-// a container links stays, the rest goes, and goes cleanly enough to be
-// fetched again.
+// a live container linked (as its references file records) stays, the
+// rest goes, and goes cleanly enough to be fetched again.
 func TestCleanLocalized(t *testing.T) {
 	dir := t.TempDir()
-	cache, containers := filepath.Join(dir, "cache"), filepath.Join(dir, "containers")
+	cache, refs := filepath.Join(dir, "cache"), filepath.Join(dir, "refs")
 	var rs []*yarnpb.StringLocalResourceMapProto
 	for _, name := range []string{"kept.txt", "gone.txt"} {
 		p := filepath.Join(dir, "src", name)
 		rs = append(rs, resource(name, fileURL(p), writeSource(t, p, []byte(name)), yarnpb.LocalResourceTypeProto_FILE))
 	}
-	work := filepath.Join(containers, "container_1_0001_01_000002")
-	if err := Localize(context.Background(), Options{CacheDir: cache}, rs, work); err != nil {
-		t.Fatal(err)
+	localize := func(container string, rs []*yarnpb.StringLocalResourceMapProto) string {
+		t.Helper()
+		work := filepath.Join(dir, "containers", container)
+		if err := Localize(context.Background(), Options{CacheDir: cache, RefsFile: filepath.Join(refs, container)}, rs, work); err != nil {
+			t.Fatal(err)
+		}
+		return work
 	}
+	// A finished container linked both; a live one links only kept.txt.
+	work := localize("container_1_0001_01_000002", rs)
 	kept, gone := linkedEntry(t, work, "kept.txt"), linkedEntry(t, work, "gone.txt")
-	if err := os.Remove(filepath.Join(work, "gone.txt")); err != nil {
+	localize("container_1_0001_01_000003", rs[:1])
+	if err := os.Remove(filepath.Join(refs, "container_1_0001_01_000002")); err != nil {
 		t.Fatal(err)
 	}
 	c := &CacheCleaner{Dir: cache, MinAge: time.Minute,
 		Now: func() time.Time { return time.Now().Add(time.Hour) },
 		InUse: func(context.Context) (map[string]bool, error) {
-			return LinkedEntries(cache, containers)
+			return RefsInUse(cache, filepath.Join(refs, "*"))
 		},
 	}
 	stats, err := c.Clean(context.Background())
@@ -312,10 +281,7 @@ func TestCleanLocalized(t *testing.T) {
 		t.Errorf("unlinked entry: %v, want it removed", err)
 	}
 	noLeftovers(t, cache)
-	work = filepath.Join(containers, "container_1_0001_01_000003")
-	if err := Localize(context.Background(), Options{CacheDir: cache}, rs[1:], work); err != nil {
-		t.Fatalf("fetching again: %v", err)
-	}
+	work = localize("container_1_0001_01_000004", rs[1:])
 	wantFile(t, filepath.Join(work, "gone.txt"), "gone.txt", true)
 }
 
