@@ -422,8 +422,8 @@ func useCached(entry, target string, use func(string) error) (hit bool, err erro
 // directory's modification time, which nothing else changes once the
 // entry is in place: CacheCleaner deletes the least recently used entries
 // first, and none used lately. It is recorded after linking, so that a
-// cleaner that listed the links of the node's containers before this one
-// was made finds the entry used since it began.
+// cleaner that read the node's references before this container's were
+// written finds the entry used since it began.
 func useEntry(entry, target string, use func(string) error) error {
 	if err := use(target); err != nil {
 		return err
