@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weft-sh/weft/bigdataplugin/internal/dirs"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 )
 
@@ -227,11 +228,7 @@ func WriteRefs(name string, entries []string) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return fmt.Errorf("references: %w", err)
 	}
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(entries, "\n")+"\n"), 0o644); err != nil {
-		return fmt.Errorf("references: %w", err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := dirs.WriteFileAtomic(name, []byte(strings.Join(entries, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("references: %w", err)
 	}
 	return nil

@@ -23,6 +23,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/weft-sh/weft/bigdataplugin/internal/dirs"
+	"github.com/weft-sh/weft/translator"
 )
 
 // ServiceID is the auxiliary service's name in launch contexts' service
@@ -58,12 +61,6 @@ type jobToken struct {
 	secret []byte
 }
 
-// AppDir is an application's local directory on the node, where its map
-// tasks write their output (the containers' LOCAL_DIRS).
-func AppDir(root, user, app string) string {
-	return filepath.Join(root, "usercache", user, "appcache", app)
-}
-
 // MetaData is what StartContainers returns for the service: its port, as
 // ShuffleHandler.serializeMetaData writes it (a Java int).
 func MetaData(port int) []byte {
@@ -75,36 +72,49 @@ func MetaData(port int) []byte {
 // Register records a job's token from the service data an AM put in a
 // container's launch context (ShuffleHandler.serializeServiceData: a
 // Hadoop Token in its Writable form; its password is the job's secret).
+// The token is kept in the application's directory too, as a
+// NodeManager's recovery store keeps it: a restarted plugin still serves
+// the running job's reducers, and the file goes with the application's
+// directory when it finishes.
 func (s *Service) Register(app, user string, serviceData []byte) error {
-	r := bytes.NewReader(serviceData)
-	if _, err := readBytes(r); err != nil { // identifier
-		return fmt.Errorf("shuffle: job token: %w", err)
-	}
-	secret, err := readBytes(r)
+	secret, err := jobSecret(serviceData)
 	if err != nil {
-		return fmt.Errorf("shuffle: job token: %w", err)
+		return err
 	}
-	job := "job_" + strings.TrimPrefix(app, "application_")
-	// The token is kept in the application's directory too, as a
-	// NodeManager's recovery store keeps it: a restarted plugin still
-	// serves the running job's reducers, and the file goes with the
-	// application's directory when it finishes.
 	if s.LocalRoot != "" {
-		dir := AppDir(s.LocalRoot, user, app)
+		dir := translator.AppLocalDir(s.LocalRoot, user, app)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("shuffle: keep job token: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, tokenFile), serviceData, 0o600); err != nil {
+		if err := dirs.WriteFileAtomic(filepath.Join(dir, tokenFile), serviceData, 0o600); err != nil {
 			return fmt.Errorf("shuffle: keep job token: %w", err)
 		}
 	}
+	s.remember(app, jobToken{user: user, secret: secret})
+	return nil
+}
+
+// jobSecret reads the job's secret from its token's Writable form.
+func jobSecret(serviceData []byte) ([]byte, error) {
+	r := bytes.NewReader(serviceData)
+	if _, err := readBytes(r); err != nil { // identifier
+		return nil, fmt.Errorf("shuffle: job token: %w", err)
+	}
+	secret, err := readBytes(r)
+	if err != nil {
+		return nil, fmt.Errorf("shuffle: job token: %w", err)
+	}
+	return secret, nil
+}
+
+// remember keeps an application's job token in memory.
+func (s *Service) remember(app string, tok jobToken) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
 		s.tokens = map[string]jobToken{}
 	}
-	s.tokens[job] = jobToken{user: user, secret: secret}
-	return nil
+	s.tokens["job_"+strings.TrimPrefix(app, "application_")] = tok
 }
 
 // tokenFile is the job token's file in an application's directory.
@@ -134,24 +144,16 @@ func (s *Service) token(job string) (jobToken, bool) {
 		if err != nil {
 			continue
 		}
-		user := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))
-		if s.Register(app, user, data) == nil {
-			s.mu.RLock()
-			tok, ok = s.tokens[job]
-			s.mu.RUnlock()
-			return tok, ok
+		secret, err := jobSecret(data)
+		if err != nil {
+			continue
 		}
+		// <root>/usercache/<user>/appcache/<app>/<tokenFile>
+		tok = jobToken{user: filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f)))), secret: secret}
+		s.remember(app, tok)
+		return tok, true
 	}
 	return jobToken{}, false
-}
-
-// writeFileAtomic writes a file whole or not at all.
-func writeFileAtomic(name string, data []byte, mode os.FileMode) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, name)
 }
 
 // readBytes reads a Hadoop vint-prefixed byte array.
@@ -278,7 +280,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	app := "application_" + strings.TrimPrefix(job, "job_")
-	dir := filepath.Join(AppDir(s.LocalRoot, tok.user, app), "output")
+	dir := filepath.Join(translator.AppLocalDir(s.LocalRoot, tok.user, app), "output")
 	// Check every map first: an error status can only be sent before the
 	// body starts.
 	type part struct {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/weft-sh/weft/translator"
 )
 
 // token writes a Hadoop Token in its Writable form, as
@@ -41,7 +43,7 @@ func TestVLongRoundTrip(t *testing.T) {
 func TestMapOutput(t *testing.T) {
 	root := t.TempDir()
 	const app, job, mapID = "application_1795417778413_0007", "job_1795417778413_0007", "attempt_1795417778413_0007_m_000000_0"
-	dir := filepath.Join(AppDir(root, "alice", app), "output", mapID)
+	dir := filepath.Join(translator.AppLocalDir(root, "alice", app), "output", mapID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestMapOutput(t *testing.T) {
 	// Once the application finished, its token is gone with its directory.
 	restarted := srv.Config.Handler.(*Service)
 	restarted.Forget(app)
-	os.RemoveAll(AppDir(root, "alice", app))
+	os.RemoveAll(translator.AppLocalDir(root, "alice", app))
 	if resp, _ := fetch(secret, 0); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("after the application finished: %d", resp.StatusCode)
 	}

@@ -3,6 +3,7 @@ package dirs
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -25,4 +26,15 @@ func LastChange(p string) (time.Time, error) {
 		return nil
 	})
 	return last, err
+}
+
+// WriteFileAtomic writes a file whole or not at all: to a temporary name
+// beside it, then renamed into place, so a reader (or a process restarted
+// after a crash) finds the old content or the new, never a part.
+func WriteFileAtomic(name string, data []byte, mode os.FileMode) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
 }
