@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,22 @@ import (
 // when the parent has none, or its weight's share when no sibling has a
 // guarantee; its maximum capacity likewise from CPU maxima.
 func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
+	var out []QueueConfig
+	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32) {
+		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
+			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walkQueues checks that Queue objects form one tree and visits it from
+// the root, parents before children and siblings by name, with each
+// queue's YARN path and its capacity and maximum capacity as percentages
+// of its parent's (see ConfigsFromQueues).
+func walkQueues(queues []v1alpha1.Queue, visit func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32)) error {
 	byName := map[string]*v1alpha1.Queue{}
 	children := map[string][]*v1alpha1.Queue{}
 	var root *v1alpha1.Queue
@@ -27,7 +42,7 @@ func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
 		byName[q.Name] = q
 		if q.Spec.Parent == "" {
 			if root != nil {
-				return nil, fmt.Errorf("quota: queues %q and %q both have no parent", root.Name, q.Name)
+				return fmt.Errorf("quota: queues %q and %q both have no parent", root.Name, q.Name)
 			}
 			root = q
 			continue
@@ -35,18 +50,18 @@ func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
 		children[q.Spec.Parent] = append(children[q.Spec.Parent], q)
 	}
 	if root == nil {
-		return nil, fmt.Errorf("quota: no root queue (one without a parent)")
+		return fmt.Errorf("quota: no root queue (one without a parent)")
 	}
 	for name := range children {
 		if byName[name] == nil {
-			return nil, fmt.Errorf("quota: queue %q names a parent that does not exist", children[name][0].Name)
+			return fmt.Errorf("quota: queue %q names a parent that does not exist", children[name][0].Name)
 		}
 	}
-	var out []QueueConfig
+	visited := 0
 	var walk func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32)
 	walk = func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32) {
-		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
-			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL})
+		visit(q, path, capacity, maxCapacity)
+		visited++
 		kids := children[q.Name]
 		slices.SortFunc(kids, func(a, b *v1alpha1.Queue) int { return cmp.Compare(a.Name, b.Name) })
 		var guaranteed, weights float64
@@ -75,10 +90,10 @@ func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
 		}
 	}
 	walk(root, "root", 100, 100)
-	if len(out) != len(queues) {
-		return nil, fmt.Errorf("quota: %d of %d queues are not under the root (a parent cycle?)", len(queues)-len(out), len(queues))
+	if visited != len(queues) {
+		return fmt.Errorf("quota: %d of %d queues are not under the root (a parent cycle?)", len(queues)-visited, len(queues))
 	}
-	return out, nil
+	return nil
 }
 
 // milliCPU is a resource list's CPU in millicores (0 when absent).
@@ -103,35 +118,21 @@ func yarnState(s string) string {
 // converts Kubernetes CPU to the scheduler's CPU unit (a YARN vcore is
 // 1000 of it; 0 means 1000). Paths are ConfigsFromQueues's.
 func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int64) ([]QueueQuota, error) {
-	configs, err := ConfigsFromQueues(queues)
-	if err != nil {
-		return nil, err
-	}
 	if milliCPUPerVCore <= 0 {
 		milliCPUPerVCore = 1000
 	}
-	byName := map[string]*v1alpha1.Queue{}
-	for i := range queues {
-		byName[queues[i].Name] = &queues[i]
-	}
-	out := make([]QueueQuota, 0, len(configs))
-	for _, c := range configs {
-		name := c.Path[strings.LastIndexByte(c.Path, '.')+1:]
-		q := byName[name]
-		if c.Path == "root" {
-			for i := range queues {
-				if queues[i].Spec.Parent == "" {
-					q = &queues[i]
-				}
-			}
-		}
+	var out []QueueQuota
+	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, _, _ float32) {
 		guaranteed, maximum, _ := Effective(q.Spec, now)
-		qq := QueueQuota{Path: c.Path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
+		qq := QueueQuota{Path: path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
 		if len(maximum) > 0 {
 			m := fromResourceList(maximum, milliCPUPerVCore)
 			qq.Max = &m
 		}
 		out = append(out, qq)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -343,9 +343,7 @@ func (s *Server) refreshQueues(ctx context.Context) {
 		}
 		qs, objs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
 		if err == nil && objs != nil {
-			if _, qerr := quota.QuotasFromCRDs(objs, time.Now(), 0); qerr == nil {
-				s.crds.Store(&objs)
-			}
+			s.crds.Store(&objs) // a valid tree: queuesFromKubernetes walked it
 		}
 		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {
 			if err != nil && ctx.Err() == nil {
