@@ -130,12 +130,12 @@ func (j *Janitor) Sweep(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("janitor: pods on the node: %w", err)
 		}
-		for app, dirs := range local {
+		for app, paths := range local {
 			if ok, err := j.endedHere(ctx, app, onNode); err != nil || !ok {
 				errs = append(errs, err)
 				continue
 			}
-			for _, d := range dirs {
+			for _, d := range paths {
 				if err := os.RemoveAll(d); err != nil {
 					errs = append(errs, fmt.Errorf("janitor: %w", err))
 				}
@@ -168,6 +168,13 @@ func (j *Janitor) Sweep(ctx context.Context) error {
 				continue
 			}
 			j.opts.Logger.Info("removed an ended application's logs", "app", app, "lastWritten", last)
+		}
+	}
+	// What the RM said of applications that left nothing here is no
+	// longer needed.
+	for app := range j.ended {
+		if _, ok := local[app]; !ok && logs[app] == "" {
+			delete(j.ended, app)
 		}
 	}
 	return errors.Join(errs...)

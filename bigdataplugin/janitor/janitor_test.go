@@ -90,6 +90,12 @@ func TestSweep(t *testing.T) {
 			if got := len(ended) == 1 && len(cacheRemoved) == 1; got != c.wantEnded {
 				t.Errorf("ended %v, cache removed %v", ended, cacheRemoved)
 			}
+			// Once an ended application left nothing, what the RM said
+			// of it is forgotten; while its logs stay, it is kept.
+			j.Sweep(context.Background())
+			if want := c.wantEnded && c.wantLogs; j.ended[app] != want {
+				t.Errorf("after another sweep, remembered as ended = %v, want %v", j.ended[app], want)
+			}
 		})
 	}
 }
