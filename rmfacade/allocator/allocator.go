@@ -49,7 +49,7 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Quotas gives the queues' quotas for a cluster of the given capacity
 	// at a time (the server's: absolute ones from Queue objects, time
-	// windows applied). Default: the configured capacities as shares of
+	// windows applied). Default: the RM's queues' capacities as shares of
 	// the cluster (quota.QuotasFromQueues).
 	Quotas func(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error)
 }
@@ -89,6 +89,11 @@ func New(mgr *rm.Manager, opts Options) *Allocator {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Quotas == nil {
+		opts.Quotas = func(cluster quota.Resource, _ time.Time) ([]quota.QueueQuota, error) {
+			return quota.QuotasFromQueues(mgr.Queues().Queues(), cluster), nil
+		}
 	}
 	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
 		opts.Tiers = translator.DefaultTierPolicy
@@ -190,12 +195,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	for _, n := range nodes {
 		cluster.AddInPlace(toQuota(n.Capability))
 	}
-	quotas := quota.QuotasFromQueues(a.mgr.Queues().Queues(), cluster)
-	if a.opts.Quotas != nil {
-		var err error
-		if quotas, err = a.opts.Quotas(cluster, a.opts.Now()); err != nil {
-			return 0, fmt.Errorf("allocator: queue quotas: %w", err)
-		}
+	quotas, err := a.opts.Quotas(cluster, a.opts.Now())
+	if err != nil {
+		return 0, fmt.Errorf("allocator: queue quotas: %w", err)
 	}
 	h, err := quota.NewHierarchy(quotas)
 	if err != nil {
@@ -228,8 +230,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		// AM containers are placed by the cluster's scheduler, so the node
 		// reports them among what others hold (Occupied); they are the
 		// applications' own, and count in their queues instead.
+		running := snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}})
 		amsOn := map[string]records.Resource{}
-		for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		for _, app := range running {
 			if am := amContainer(snap, app); am != nil {
 				amsOn[am.Node] = amsOn[am.Node].Add(am.Resource)
 			}
@@ -242,7 +245,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		}
 		// Every running application, asking or not: queues' usage, and
 		// the allocations preemption may take back, are all of them.
-		for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		for _, app := range running {
 			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
 			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending); err != nil {
 				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
