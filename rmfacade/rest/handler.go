@@ -231,7 +231,8 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
 	// Preemption victims (notified or killed), as the RM counts them.
-	for _, c := range h.mgr.Snapshot().ContainersOfApp(a.ID) {
+	snap := h.mgr.Snapshot()
+	for _, c := range snap.ContainersOfApp(a.ID) {
 		if c.PreemptDeadline == 0 {
 			continue
 		}
@@ -249,7 +250,7 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 	// The AM container's node serves its logs, as a NodeManager does.
 	if a.CurrentAttempt > 0 {
 		am := records.ContainerID{Attempt: records.AttemptID{App: a.ID, ID: a.CurrentAttempt}, ID: 1}
-		if c := h.mgr.Snapshot().Container(am); c != nil && c.NodeHTTP != "" {
+		if c := snap.Container(am); c != nil && c.NodeHTTP != "" {
 			info.AMHostHTTPAddress = c.NodeHTTP
 			info.AMContainerLogs = fmt.Sprintf("http://%s/node/containerlogs/%s/%s", c.NodeHTTP, am, a.User)
 		}
