@@ -87,24 +87,54 @@ func (y *yarnOnKube) watchPods(ctx context.Context, app func() string) (stop fun
 }
 
 // amSyslog is the end of an application's AM log, fetched as a user
-// would: through the RM's amContainerLogs link.
+// would: through the RM's amContainerLogs link; empty if it cannot be had
+// (it is for failure messages).
 func (y *yarnOnKube) amSyslog(name string) string {
-	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + y.appByName(name))
+	b, err := y.fetchAMLog(y.appByName(name), "syslog", "start=-30000")
 	if err != nil {
 		return ""
+	}
+	return "\nAM syslog:\n" + b
+}
+
+// amLog reads one file of an application's AM container logs, whole,
+// through the RM's amContainerLogs link.
+func (y *yarnOnKube) amLog(app, file string) string {
+	GinkgoHelper()
+	b, err := y.fetchAMLog(app, file, "start=0")
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+// fetchAMLog follows the RM's amContainerLogs link of app to one of its
+// files, with query (the NodeManager's start=... byte range).
+func (y *yarnOnKube) fetchAMLog(app, file, query string) (string, error) {
+	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + app)
+	if err != nil {
+		return "", err
 	}
 	var info struct {
 		App struct{ AMContainerLogs string }
 	}
-	json.NewDecoder(resp.Body).Decode(&info)
+	err = json.NewDecoder(resp.Body).Decode(&info)
 	resp.Body.Close()
-	r, err := http.Get(info.App.AMContainerLogs + "/syslog?start=-30000")
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("application %s: %w", app, err)
+	}
+	url := info.App.AMContainerLogs + "/" + file + "?" + query
+	r, err := http.Get(url)
+	if err != nil {
+		return "", err
 	}
 	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	return "\nAM syslog:\n" + string(b)
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return "", err
+	}
+	if r.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s: %s", url, r.Status, strings.TrimSpace(string(b)))
+	}
+	return string(b), nil
 }
 
 // appByName finds an application's id by name through the REST API.

@@ -3,11 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -70,24 +65,4 @@ func sparkSpecs(yarn func() *yarnOnKube) {
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 	}, SpecTimeout(8*time.Minute))
-}
-
-// amLog reads one file of an application's AM container logs through the
-// RM's amContainerLogs link.
-func (y *yarnOnKube) amLog(app, file string) string {
-	GinkgoHelper()
-	var info struct {
-		App struct{ AMContainerLogs string }
-	}
-	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + app)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(json.NewDecoder(resp.Body).Decode(&info)).To(Succeed())
-	resp.Body.Close()
-	resp, err = http.Get(info.App.AMContainerLogs + "/" + file + "?start=0")
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(resp.StatusCode).To(Equal(http.StatusOK), fmt.Sprintf("%s: %s", info.App.AMContainerLogs, strings.TrimSpace(string(b))))
-	return string(b)
 }
