@@ -112,3 +112,44 @@ func (h *harness) placed(app string) map[objects.Tier]int {
 func (h *harness) used(queue string) quota.Resource {
 	return h.store.Snapshot().QueueUsage(queue).Used
 }
+
+// rebuilt is a new store holding this one's nodes, applications, requests
+// and allocations, added as a shim adds what it finds (AddAllocation).
+func (h *harness) rebuilt() *harness {
+	h.t.Helper()
+	snap := h.store.Snapshot()
+	r := &harness{t: h.t, seq: h.seq}
+	s, err := state.New(snap.Hierarchy())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r.store = s
+	r.update(func(w *state.Txn) error {
+		for _, n := range snap.Nodes() {
+			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: n.Allocatable, NonWeftUsed: n.NonWeftUsed}); err != nil {
+				return err
+			}
+		}
+		var apps []*objects.Application
+		for _, leaf := range snap.Hierarchy().Leaves() {
+			apps = append(apps, snap.ApplicationsInQueue(leaf)...)
+		}
+		for _, a := range apps {
+			if err := w.UpsertApplication(a); err != nil {
+				return err
+			}
+			for _, al := range snap.AllocationsOfApp(a.ID) {
+				if err := w.AddAllocation(al); err != nil {
+					return err
+				}
+			}
+			for _, rq := range snap.RequestsOfApp(a.ID) {
+				if err := w.AddRequest(rq); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return r
+}

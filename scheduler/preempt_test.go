@@ -83,6 +83,13 @@ func TestPreemptionOrder(t *testing.T) {
 			if len(plan2.Preemptions) != 0 {
 				t.Fatalf("second cycle picked more victims: %+v", plan2.Preemptions)
 			}
+			// Nor a store rebuilt from the records, as a shim rebuilds its
+			// view (the victims come back as preempting allocations).
+			if plan3, err := s.Schedule(context.Background(), h.rebuilt().store.Snapshot()); err != nil {
+				t.Fatal(err)
+			} else if len(plan3.Preemptions) != 0 {
+				t.Fatalf("a rebuilt store picked more victims: %+v", plan3.Preemptions)
+			}
 			// Once the victims exit, the waiting job is placed.
 			for _, p := range r.Preempted {
 				h.update(func(w *state.Txn) error { return w.ReleaseAllocation(p.AllocationID) })

@@ -225,16 +225,26 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 		return fmt.Errorf("state: allocation %s exists", al.ID)
 	}
 	c := *al
-	c.Queue, c.Resource, c.Preempting = a.Queue, al.Resource.Clone(), false
+	c.Queue, c.Resource = a.Queue, al.Resource.Clone()
 	c.CreateIndex, c.ModifyIndex = w.index, w.index
 	if err := w.tx.Insert(TableAllocations, &c); err != nil {
 		return err
 	}
 	nc := *n
 	nc.Allocated = n.Allocated.Add(c.Resource)
+	if c.Preempting {
+		// A victim notified before this store knew of it: its capacity is
+		// already on its way back, and must not be reclaimed twice.
+		nc.Releasing = n.Releasing.Add(c.Resource)
+	}
 	nc.ModifyIndex = w.index
 	if err := w.tx.Insert(TableNodes, &nc); err != nil {
 		return err
+	}
+	if c.Preempting {
+		if err := w.releasingQueue(a.Queue, c.Resource); err != nil {
+			return err
+		}
 	}
 	return w.chargeQueue(a.Queue, c.Resource, quota.Resource{})
 }
