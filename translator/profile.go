@@ -106,3 +106,34 @@ func (p Profile) VCoreMilli() int64 {
 	}
 	return 1000
 }
+
+// Amounts reads memory (bytes) and CPU (millicores) from a resource list
+// in this profile's names.
+func (p Profile) Amounts(l corev1.ResourceList) (bytes, milli int64) {
+	if q, ok := l[p.Memory]; ok {
+		bytes = q.Value()
+	}
+	if q, ok := l[p.CPU]; ok {
+		milli = q.MilliValue()
+		if p.CPUMilli {
+			milli = q.Value()
+		}
+	}
+	return bytes, milli
+}
+
+// PodAmounts is what a pod requests in this profile's names, as
+// kube-scheduler counts it: its containers' sum or its largest init
+// container, whichever is more, plus the pod's overhead.
+func (p Profile) PodAmounts(pod *corev1.Pod) (bytes, milli int64) {
+	for _, c := range pod.Spec.Containers {
+		b, m := p.Amounts(c.Resources.Requests)
+		bytes, milli = bytes+b, milli+m
+	}
+	for _, c := range pod.Spec.InitContainers {
+		b, m := p.Amounts(c.Resources.Requests)
+		bytes, milli = max(bytes, b), max(milli, m)
+	}
+	b, m := p.Amounts(pod.Spec.Overhead)
+	return bytes + b, milli + m
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/server"
+	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -35,8 +36,9 @@ func main() {
 	flag.StringVar(&cfg.Launcher.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
 	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
 	cfg.Launcher.Runtime.AddFlags(flag.CommandLine)
-	// Until Weft's scheduler binds pods (its issue), the default scheduler places them.
-	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", "default-scheduler", "scheduler that binds Weft's pods")
+	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", podbinder.DefaultSchedulerName, "Weft's scheduler: AM pods name it, and it binds every pod that does")
+	kubeQPS := flag.Float64("kube-api-qps", 50, "queries per second to the API server (as kube-scheduler's clientConnection.qps)")
+	kubeBurst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
 	flag.StringVar(&cfg.NMKeySecret, "nm-key-secret", "", "namespace/name of the Secret with the NM master key (created when missing; with --kubeconfig)")
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
 	flag.DurationVar(&cfg.Allocator.PreemptionGrace, "preemption-grace", 15*time.Second, "advance notice a preempted container's AM gets (PreemptionMessage) before it is killed")
@@ -82,6 +84,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "weft-rm: kubernetes: %v\n", err)
 		os.Exit(2)
+	}
+	if cfg.Kubernetes != nil {
+		cfg.Kubernetes.QPS, cfg.Kubernetes.Burst = float32(*kubeQPS), *kubeBurst
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

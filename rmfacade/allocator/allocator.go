@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
@@ -52,6 +53,15 @@ type Options struct {
 	// windows applied). Default: the RM's queues' capacities as shares of
 	// the cluster (quota.QuotasFromQueues).
 	Quotas func(cluster quota.Resource, now time.Time) ([]quota.QueueQuota, error)
+	// Pods, when set, are the pods that name Weft's scheduler: AM pods
+	// (placed as their attempt's high-tier request in the same cycle as
+	// the AMs' asks) and any other pod (placed by its labels, see
+	// LabelQueue). Without it, nothing binds pods.
+	Pods PodSource
+	// Profile reads pods' requests (Pods).
+	Profile translator.Profile
+	// ClusterID is this RM's name on its pods (translator.LabelRM).
+	ClusterID string
 }
 
 // askKey identifies one outstanding ask of an attempt, as YARN keys them:
@@ -74,6 +84,10 @@ type Allocator struct {
 	mu   sync.Mutex
 	asks map[records.AttemptID]map[askKey]int
 	kick chan struct{}
+
+	// refused are the waiting pods told why they cannot be scheduled.
+	refusedMu sync.Mutex
+	refused   map[types.UID]bool
 }
 
 // New returns an Allocator.
@@ -95,11 +109,14 @@ func New(mgr *rm.Manager, opts Options) *Allocator {
 			return quota.QuotasFromQueues(mgr.Queues().Queues(), cluster), nil
 		}
 	}
+	if opts.ClusterID == "" {
+		opts.ClusterID = "weft"
+	}
 	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
 		opts.Tiers = translator.DefaultTierPolicy
 	}
 	return &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts, metrics: newMetrics(opts.Metrics),
-		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1)}
+		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1), refused: map[types.UID]bool{}}
 }
 
 // Update replaces an attempt's outstanding asks with those of an allocate
@@ -226,32 +243,31 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	snap = a.mgr.Snapshot()
 
 	pending := map[string]pendingRequest{}
+	var pods *podCycle
 	err = st.Update(func(w *schedstate.Txn) error {
-		// AM containers are placed by the cluster's scheduler, so the node
-		// reports them among what others hold (Occupied); they are the
-		// applications' own, and count in their queues instead.
-		running := snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}})
-		amsOn := map[string]records.Resource{}
-		for _, app := range running {
-			if am := amContainer(snap, app); am != nil {
-				amsOn[am.Node] = amsOn[am.Node].Add(am.Resource)
-			}
-		}
+		// What a node's other pods hold (Occupied) excludes Weft's own:
+		// AM and task containers, and the pods Weft's scheduler binds.
 		for _, n := range nodes {
-			others := toQuota(n.Occupied).Sub(toQuota(amsOn[n.ID])).NonNegative()
-			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: others}); err != nil {
+			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied)}); err != nil {
 				return err
 			}
 		}
-		// Every running application, asking or not: queues' usage, and
-		// the allocations preemption may take back, are all of them.
-		for _, app := range running {
+		// Every application past admission, asking or not: queues' usage,
+		// and the allocations preemption may take back, are all of them;
+		// an accepted application's AM pod may be waiting for a node.
+		live := snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted, records.AppRunning}})
+		for _, app := range live {
+			if app.CurrentAttempt == 0 {
+				continue
+			}
 			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
 			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending); err != nil {
 				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
 			}
 		}
-		return nil
+		var err error
+		pods, err = a.addPods(w, snap, nodes)
+		return err
 	})
 	if err != nil {
 		return 0, err
@@ -260,8 +276,14 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	for _, p := range pending {
 		waiting[p.queue]++
 	}
+	if len(pods.pending) > 0 {
+		ss := st.Snapshot()
+		for id := range pods.pending {
+			waiting[ss.Request(id).Queue]++
+		}
+	}
 	a.metrics.observeQueues(st, h, waiting)
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(pods.pending) == 0 {
 		return 0, nil
 	}
 	plan, err := a.sched.Schedule(ctx, st.Snapshot())
@@ -272,13 +294,18 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := a.notifyVictims(ctx, result.Preempted); err != nil {
+	if err := a.notifyVictims(ctx, result.Preempted, pods); err != nil {
 		return 0, err
 	}
 	grants := map[records.AttemptID][]rm.Grant{}
+	var podPlacements []objects.Placement
 	for _, u := range result.Applied {
 		for _, pl := range u.Placements {
-			p := pending[pl.RequestID]
+			p, ok := pending[pl.RequestID]
+			if !ok {
+				podPlacements = append(podPlacements, pl)
+				continue
+			}
 			n := snap.Node(pl.NodeID)
 			if n == nil {
 				continue
@@ -287,7 +314,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier})
 		}
 	}
-	granted := 0
+	granted := a.bindPods(ctx, snap, pods, podPlacements)
 	for attempt, gs := range grants {
 		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)
 		if err != nil {
@@ -320,7 +347,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 // asks into the scheduler's store.
 func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int, pending map[string]pendingRequest) error {
 	app := snap.Application(attempt.App)
-	if app == nil || app.State != records.AppRunning || app.CurrentAttempt != attempt.ID {
+	if app == nil || (app.State != records.AppRunning && app.State != records.AppAccepted) || app.CurrentAttempt != attempt.ID {
 		return fmt.Errorf("not running")
 	}
 	appID := attempt.String()
@@ -379,8 +406,8 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 	return nil
 }
 
-// amContainer is a running application's live AM container, once the
-// cluster placed it (nil for unmanaged AMs and AMs not yet placed).
+// amContainer is an application's live AM container, once placed (nil
+// for unmanaged AMs and AMs not yet placed).
 func amContainer(snap *state.Snapshot, app *records.Application) *records.Container {
 	c := snap.Container(records.ContainerID{Attempt: records.AttemptID{App: app.ID, ID: app.CurrentAttempt}, ID: 1})
 	if c == nil || c.Node == "" || c.State == records.ContainerComplete {
@@ -391,9 +418,18 @@ func amContainer(snap *state.Snapshot, app *records.Application) *records.Contai
 
 // notifyVictims marks the plan's preemption victims, whose AMs are then
 // told in their allocate responses until the grace period ends.
-func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preemption) error {
+func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preemption, pods *podCycle) error {
 	deadline := a.opts.Now().Add(a.opts.PreemptionGrace)
 	for _, v := range victims {
+		if p := pods.bound[v.AllocationID]; p != nil {
+			if err := a.opts.Pods.Preempt(ctx, p, a.opts.PreemptionGrace); err != nil {
+				a.opts.Logger.Warn("preempting pod", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+			a.metrics.preempted.WithLabelValues(v.Tier.String(), v.VictimQueue).Inc()
+			a.opts.Logger.Info("preempting pod", "pod", p.Namespace+"/"+p.Name, "for", v.ForQueue, "from", v.VictimQueue)
+			continue
+		}
 		id, err := records.ParseContainerID(v.AllocationID)
 		if err != nil {
 			return fmt.Errorf("allocator: victim %q: %w", v.AllocationID, err)

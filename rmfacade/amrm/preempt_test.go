@@ -346,7 +346,8 @@ func TestAMContainerCountsInItsQueue(t *testing.T) {
 	}
 	attempt := records.AttemptID{App: id, ID: 1}
 	am := records.ContainerID{Attempt: attempt, ID: 1}
-	// The cluster placed the AM's pod: the node reports it as occupied.
+	// The AM's pod is placed; the node does not count it among others'
+	// pods (it is Weft's), the queue does.
 	if err := f.mgr.AMContainerPlaced(ctx, am, "node-a:8041", "node-a:8042", records.Resource{MemoryMB: 1024, VCores: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestAMContainerCountsInItsQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
-		Capability: records.Resource{MemoryMB: 8192, VCores: 8}, Occupied: records.Resource{MemoryMB: 1024, VCores: 2}}); err != nil {
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	c := f.register(attempt)

@@ -21,7 +21,9 @@ import (
 // Options configures a Syncer.
 type Options struct {
 	// ClusterID is this RM's; other RMs' containers count as occupied.
-	ClusterID          string
+	ClusterID string
+	// SchedulerName is Weft's scheduler: the pods it binds are Weft's.
+	SchedulerName      string
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
 }
@@ -59,15 +61,13 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			continue
 		}
 		into := occupied
-		if s.isTaskContainer(p) {
+		if s.isWeft(p) {
 			into = used
 			count[p.Spec.NodeName]++
 		}
 		acc := into[p.Spec.NodeName]
-		for _, c := range p.Spec.Containers {
-			b, m := s.amounts(c.Resources.Requests)
-			acc.bytes, acc.milli = acc.bytes+b, acc.milli+m
-		}
+		b, m := s.opts.Profile.PodAmounts(p)
+		acc.bytes, acc.milli = acc.bytes+b, acc.milli+m
 		into[p.Spec.NodeName] = acc
 	}
 	vcore := s.opts.Profile.VCoreMilli()
@@ -110,32 +110,20 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	return nil
 }
 
-// isTaskContainer tells the pods this RM allocates: its YARN containers
-// other than an attempt's AM (container 1), which the cluster's scheduler
-// places.
-func (s *Syncer) isTaskContainer(p *corev1.Pod) bool {
-	id, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
-	return err == nil && id.ID != 1 && p.Labels[translator.LabelRM] == s.opts.ClusterID
-}
-
-// amounts reads the profile's memory (bytes) and CPU (millicores) from a
-// resource list.
-func (s *Syncer) amounts(l corev1.ResourceList) (bytes, milli int64) {
-	if q, ok := l[s.opts.Profile.Memory]; ok {
-		bytes = q.Value()
+// isWeft tells the pods whose capacity Weft accounts for itself: this
+// RM's YARN containers (AMs included) and every pod Weft's scheduler
+// binds. The rest is the online load Weft's capacity shrinks by.
+func (s *Syncer) isWeft(p *corev1.Pod) bool {
+	if s.opts.SchedulerName != "" && p.Spec.SchedulerName == s.opts.SchedulerName {
+		return true
 	}
-	if q, ok := l[s.opts.Profile.CPU]; ok {
-		milli = q.MilliValue()
-		if s.opts.Profile.CPUMilli {
-			milli = q.Value()
-		}
-	}
-	return bytes, milli
+	_, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
+	return err == nil && p.Labels[translator.LabelRM] == s.opts.ClusterID
 }
 
 // capacity is what a node offers, in YARN's units (whole vcores, MiB).
 func (s *Syncer) capacity(l corev1.ResourceList) records.Resource {
-	b, m := s.amounts(l)
+	b, m := s.opts.Profile.Amounts(l)
 	return records.Resource{MemoryMB: b >> 20, VCores: int32(m / s.opts.Profile.VCoreMilli())}
 }
 

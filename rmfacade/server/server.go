@@ -37,6 +37,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/scheduler/podbinder"
 )
 
 // Config configures the facade. Addresses default to YARN's ports on
@@ -109,6 +110,9 @@ func (c *Config) setDefaults() {
 	if c.QueueRefreshEvery <= 0 {
 		c.QueueRefreshEvery = 5 * time.Second
 	}
+	if c.Launcher.SchedulerName == "" {
+		c.Launcher.SchedulerName = podbinder.DefaultSchedulerName
+	}
 }
 
 // Server is a running facade.
@@ -120,6 +124,7 @@ type Server struct {
 	launcher          *amlauncher.Launcher
 	nodes             *nodesync.Syncer
 	allocator         *allocator.Allocator
+	binder            *podbinder.Binder
 	queuesFromCluster bool
 	queues            []quota.QueueConfig
 	queueStatus       map[string]string // last status written per Queue
@@ -227,11 +232,17 @@ func (s *Server) init() error {
 		if opts.ClusterID == "" {
 			opts.ClusterID = "weft"
 		}
-		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
+		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
+			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
+		// Weft's scheduler binds the pods that name it: AM pods, and any
+		// other pod placed by its queue and tier labels.
+		s.binder = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Logger: s.cfg.Logger,
+			OnPending: func() { s.allocator.Kick() }})
 		aopts := s.cfg.Allocator
 		aopts.Logger = s.cfg.Logger
 		aopts.Metrics = s.metrics
 		aopts.Quotas = s.quotas
+		aopts.Pods, aopts.Profile, aopts.ClusterID = s.binder, opts.Profile, opts.ClusterID
 		s.allocator = allocator.New(s.Manager, aopts)
 		amOpts.Allocator = s.allocator
 	}
@@ -284,7 +295,14 @@ func (s *Server) Serve(ctx context.Context) error {
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {
 		go s.reconcile(ctx)
-		go s.allocator.Run(ctx)
+		go s.binder.Run(ctx)
+		go func() {
+			// Until the watch has listed the pods, bound ones would look
+			// like free capacity.
+			if s.binder.WaitForSync(ctx) {
+				s.allocator.Run(ctx)
+			}
+		}()
 	}
 	if s.queuesFromCluster {
 		go s.refreshQueues(ctx)

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
@@ -288,6 +289,14 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		}
 		// The AM high; one worker the job's minimum (medium), three elastic (low).
 		Expect(tiers).To(Equal(map[string]int{"high": 1, "medium": 1, "low": 3}), fmt.Sprint(pods))
+		// Weft's scheduler placed the AM in its cycle (kube-scheduler does
+		// not bind pods naming another scheduler); the rest were granted in
+		// the AM's allocate calls and made on their node.
+		for _, p := range pods {
+			if p.Labels[translator.LabelTier] == "high" {
+				Expect(p.Spec.SchedulerName).To(Equal(podbinder.DefaultSchedulerName), p.Name)
+			}
+		}
 
 		// Logs outlive the pods: the RM links the AM's, the node serves
 		// every container's, as a NodeManager does.
@@ -317,6 +326,10 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(listing.ContainerLogsInfo.ContainerLogInfo).To(ContainElements(
 			HaveField("FileName", "stdout"), HaveField("FileName", "stderr")))
 	}, SpecTimeout(10*time.Minute)) // the first spec also runs the BeforeAll
+
+	It("binds pods that name weft-scheduler by their queue label, and tells one naming no queue why it waits", func(ctx SpecContext) {
+		expectWeftSchedulesPods(ctx, y.cluster)
+	}, SpecTimeout(4*time.Minute))
 
 	It("runs teragen (100k rows) → terasort (3 reducers) → teravalidate, unmodified, and the output validates", func(ctx SpecContext) {
 		y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=2", "100000", "/user/alice/tera-in")

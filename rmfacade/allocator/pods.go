@@ -1,0 +1,243 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/scheduler/podbinder"
+	schedstate "github.com/weft-sh/weft/scheduler/state"
+	"github.com/weft-sh/weft/translator"
+)
+
+// PodSource is the Kubernetes side of a cycle (podbinder.Binder): the
+// pods that name Weft's scheduler, waiting or placed, and the binding of
+// those a plan places.
+type PodSource interface {
+	Pods() (pending, bound []*corev1.Pod)
+	Bind(ctx context.Context, bindings []podbinder.Binding) []error
+	// Event tells a pod why it waits.
+	Event(ctx context.Context, pod *corev1.Pod, reason, message string)
+	// Preempt deletes a victim that is not a YARN container; its advance
+	// notice is Kubernetes' own: SIGTERM, then grace before SIGKILL.
+	Preempt(ctx context.Context, pod *corev1.Pod, grace time.Duration) error
+}
+
+// Labels that place a pod that is not a YARN container: its queue (full
+// path or leaf name, default root.default), its job (pods with the same
+// value form one application and one gang; default the pod alone) and its
+// tier (high, medium or low; default medium, the pod being its own job's
+// minimum).
+const (
+	LabelQueue = translator.LabelQueue
+	LabelApp   = translator.LabelApp
+	LabelTier  = translator.LabelTier
+)
+
+// podPrefix starts the scheduler ids of pods, as distinct from YARN
+// container ids.
+const podPrefix = "pod:"
+
+// pendingPod is a waiting pod's request in a cycle.
+type pendingPod struct {
+	pod *corev1.Pod
+	// am is set for the AM container of one of this RM's applications:
+	// its placement is the RM's allocation of that container.
+	am   *records.ContainerID
+	tier objects.Tier
+}
+
+// podCycle is what one cycle made of the pods.
+type podCycle struct {
+	pending map[string]pendingPod
+	// bound are the placed pods that are not YARN containers, by id:
+	// preemption may choose them.
+	bound map[string]*corev1.Pod
+	// hostToNode maps Kubernetes node names to RM node ids.
+	hostToNode map[string]string
+}
+
+// addPods puts Weft's pods into the scheduler's store: waiting pods as
+// requests (an AM pod under its attempt, high tier), and placed pods that
+// are not this RM's YARN containers (those come from the RM's records) as
+// allocations.
+func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node) (*podCycle, error) {
+	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, hostToNode: map[string]string{}}
+	if a.opts.Pods == nil {
+		return pc, nil
+	}
+	for _, n := range nodes {
+		pc.hostToNode[n.Host] = n.ID
+	}
+	pending, bound := a.opts.Pods.Pods()
+	for _, p := range bound {
+		if a.isRMContainer(p) {
+			continue
+		}
+		node, ok := pc.hostToNode[p.Spec.NodeName]
+		if !ok || w.Node(node) == nil {
+			continue // on a node Weft does not schedule onto now
+		}
+		appID, tier, err := a.podApp(w, p)
+		if err != nil {
+			continue
+		}
+		if err := w.AddAllocation(&objects.Allocation{ID: podID(p), AppID: appID, NodeID: node, Tier: tier,
+			Resource: a.podResource(p), Preempting: p.DeletionTimestamp != nil}); err != nil {
+			return nil, err
+		}
+		pc.bound[podID(p)] = p
+	}
+	waiting := map[types.UID]bool{}
+	for _, p := range pending {
+		if a.isRMContainer(p) {
+			cid, _ := records.ParseContainerID(p.Labels[translator.LabelContainer])
+			app := snap.Application(cid.Attempt.App)
+			if cid.ID != 1 || app == nil || app.CurrentAttempt != cid.Attempt.ID || amContainer(snap, app) != nil ||
+				w.Application(cid.Attempt.String()) == nil {
+				continue // not an AM waiting for its attempt's container
+			}
+			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: objects.TierHigh,
+				Resource: toQuota(app.AMResource)}); err != nil {
+				return nil, err
+			}
+			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: objects.TierHigh}
+			continue
+		}
+		waiting[p.UID] = true
+		appID, tier, err := a.podApp(w, p)
+		if err != nil {
+			a.refuse(p, "FailedScheduling", err.Error())
+			continue
+		}
+		if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: appID, Tier: tier, Resource: a.podResource(p)}); err != nil {
+			return nil, err
+		}
+		pc.pending[podID(p)] = pendingPod{pod: p, tier: tier}
+	}
+	a.refusedMu.Lock()
+	for uid := range a.refused {
+		if !waiting[uid] {
+			delete(a.refused, uid) // bound or gone
+		}
+	}
+	a.refusedMu.Unlock()
+	return pc, nil
+}
+
+// isRMContainer tells this RM's YARN containers, whose records are the RM's.
+func (a *Allocator) isRMContainer(p *corev1.Pod) bool {
+	if p.Labels[translator.LabelRM] != a.opts.ClusterID {
+		return false
+	}
+	_, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
+	return err == nil
+}
+
+// podApp files a pod that is not a YARN container under its application,
+// created in its queue if this is the application's first pod.
+func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, objects.Tier, error) {
+	qname := p.Labels[LabelQueue]
+	if qname == "" {
+		qname = "root.default"
+	}
+	q, ok := a.mgr.Queues().Queue(qname)
+	if !ok {
+		return "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
+	}
+	tier := objects.TierMedium
+	if t := p.Labels[LabelTier]; t != "" {
+		tier = tierOf(t)
+	}
+	job := p.Labels[LabelApp]
+	if job == "" {
+		job = p.Name
+	}
+	id := podPrefix + p.Namespace + "/" + job
+	if app := w.Application(id); app != nil {
+		if app.Queue != q.Path {
+			return "", 0, fmt.Errorf("job %s is in queue %s, this pod names %s", job, app.Queue, q.Path)
+		}
+		return id, tier, nil
+	}
+	err := w.UpsertApplication(&objects.Application{ID: id, Queue: q.Path, User: p.Namespace, Submitted: p.CreationTimestamp.Time})
+	if err != nil {
+		return "", 0, err
+	}
+	return id, tier, nil
+}
+
+// podResource is a pod's request in the scheduler's units (whole vcores,
+// as the nodes' capacity is counted).
+func (a *Allocator) podResource(p *corev1.Pod) quota.Resource {
+	bytes, milli := a.opts.Profile.PodAmounts(p)
+	vcore := a.opts.Profile.VCoreMilli()
+	return toQuota(records.Resource{MemoryMB: (bytes + 1<<20 - 1) >> 20, VCores: int32((milli + vcore - 1) / vcore)})
+}
+
+// bindPods binds the pods a plan placed, all at once, and records each
+// placed AM pod as its attempt's AM container (YARN's RM allocates the
+// AM container before its launcher starts it). It returns how many it
+// bound.
+func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pc *podCycle, placements []objects.Placement) int {
+	var (
+		bindings []podbinder.Binding
+		placed   []pendingPod
+		nodes    []*records.Node
+	)
+	for _, pl := range placements {
+		pp, ok := pc.pending[pl.RequestID]
+		n := snap.Node(pl.NodeID)
+		if !ok || n == nil {
+			continue
+		}
+		bindings = append(bindings, podbinder.Binding{Namespace: pp.pod.Namespace, Name: pp.pod.Name, UID: pp.pod.UID, Node: n.Host})
+		placed = append(placed, pp)
+		nodes = append(nodes, n)
+	}
+	if len(bindings) == 0 {
+		return 0
+	}
+	bound := 0
+	for i, err := range a.opts.Pods.Bind(ctx, bindings) {
+		if err != nil {
+			a.opts.Logger.Warn("binding failed", "err", err)
+			continue
+		}
+		bound++
+		a.metrics.granted.WithLabelValues(placed[i].tier.String()).Inc()
+		if am := placed[i].am; am != nil {
+			app := snap.Application(am.Attempt.App)
+			if err := a.mgr.AMContainerPlaced(ctx, *am, nodes[i].ID, nodes[i].HTTPAddress, app.AMResource); err != nil {
+				// The launcher reads the bound pod back and records it.
+				a.opts.Logger.Warn("recording the AM container", "container", am.String(), "err", err)
+			}
+		}
+	}
+	a.opts.Logger.Debug("bound pods", "count", bound, "of", len(bindings))
+	return bound
+}
+
+// refuse tells a pod once why it is not scheduled.
+func (a *Allocator) refuse(p *corev1.Pod, reason, message string) {
+	a.refusedMu.Lock()
+	told := a.refused[p.UID]
+	a.refused[p.UID] = true
+	a.refusedMu.Unlock()
+	if told {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.opts.Pods.Event(ctx, p, reason, message)
+	a.opts.Logger.Info("pod not scheduled", "pod", p.Namespace+"/"+p.Name, "reason", message)
+}
+
+func podID(p *corev1.Pod) string { return podPrefix + p.Namespace + "/" + p.Name }

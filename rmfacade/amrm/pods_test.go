@@ -1,0 +1,196 @@
+package amrm
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/weft-sh/weft/rmfacade/allocator"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/translator"
+)
+
+// fakePods stands for the API server at the process boundary: the pods
+// that name Weft's scheduler, what was bound, evented and preempted.
+type fakePods struct {
+	mu        sync.Mutex
+	pods      []*corev1.Pod
+	bindings  []podbinder.Binding
+	events    []string
+	preempted []string
+}
+
+func (f *fakePods) add(p *corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p.UID = types.UID(p.Namespace + "/" + p.Name)
+	f.pods = append(f.pods, p)
+}
+
+func (f *fakePods) Pods() (pending, bound []*corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.pods {
+		if p.Spec.NodeName == "" {
+			pending = append(pending, p)
+		} else {
+			bound = append(bound, p)
+		}
+	}
+	return pending, bound
+}
+
+func (f *fakePods) Bind(_ context.Context, bs []podbinder.Binding) []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range bs {
+		for _, p := range f.pods {
+			if p.UID == b.UID {
+				p.Spec.NodeName = b.Node
+			}
+		}
+		f.bindings = append(f.bindings, b)
+	}
+	return make([]error, len(bs))
+}
+
+func (f *fakePods) Event(_ context.Context, p *corev1.Pod, reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, p.Name+": "+reason+": "+message)
+}
+
+func (f *fakePods) Preempt(_ context.Context, p *corev1.Pod, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.preempted = append(f.preempted, p.Name)
+	f.pods = slices.DeleteFunc(f.pods, func(q *corev1.Pod) bool { return q == p })
+	return nil
+}
+
+func (f *fakePods) boundTo(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.pods {
+		if p.Name == name {
+			return p.Spec.NodeName
+		}
+	}
+	return ""
+}
+
+func plainPod(name string, labels map[string]string, vcores int64, memMB int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "batch", Labels: labels},
+		Spec: corev1.PodSpec{SchedulerName: podbinder.DefaultSchedulerName, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: *resource.NewQuantity(vcores, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(memMB<<20, resource.BinarySI)}}}}}}
+}
+
+// An AM pod is placed in the allocator's cycle as its attempt's high-tier
+// request: when its queue is under its guarantee and the node is full of
+// another tenant's borrowed elastic containers, those are preempted with
+// notice for it, then the AM pod is bound and recorded as the attempt's
+// AM container.
+func TestAMPodReclaimsForItsQueue(t *testing.T) {
+	pods := &fakePods{}
+	f := newQueueFixture(t, func(o *allocator.Options) { o.Pods, o.Profile = pods, translator.Plain })
+	ctx := context.Background()
+
+	// A borrows the whole node with four low-tier containers beside its
+	// unmanaged AM (its minimum is asked at a priority of its own).
+	attemptA, a := f.am("a")
+	f.allocate(a, 4, 2048, 2)
+	f.cycle()
+	if got := len(f.allocate(a, 0, 0, 0).GetAllocatedContainers()); got != 4 {
+		t.Fatalf("A got %d containers, want 4", got)
+	}
+	for _, c := range f.mgr.Snapshot().ContainersOfAttempt(attemptA) {
+		if err := f.mgr.ContainerRunning(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// B's application: its AM pod waits, as the launcher makes it.
+	idB := f.mgr.NewApplicationID()
+	if err := f.mgr.Submit(ctx, rm.Submission{ID: idB, User: "bob", Queue: "b", AMResource: records.Resource{MemoryMB: 2048, VCores: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	attemptB := records.AttemptID{App: idB, ID: 1}
+	amB := records.ContainerID{Attempt: attemptB, ID: 1}
+	amPod := plainPod(translator.PodName(amB.String()), map[string]string{translator.LabelRM: "weft",
+		translator.LabelContainer: amB.String(), translator.LabelApp: idB.String()}, 2, 2048)
+	pods.add(amPod)
+	if err := f.mgr.AMLaunched(ctx, attemptB, amB); err != nil {
+		t.Fatal(err)
+	}
+
+	f.cycle()
+	resp := f.allocate(a, 0, 0, 0)
+	if n := len(resp.GetPreempt().GetStrictContract().GetContainer()); n != 1 {
+		t.Fatalf("A was told of %d victims for B's AM, want 1 (%v)", n, resp.GetPreempt())
+	}
+	if node := pods.boundTo(amPod.Name); node != "" {
+		t.Fatalf("B's AM pod bound to %s before the victim went", node)
+	}
+	f.clock.Add(time.Minute)
+	f.cycle() // kills the victim
+	f.cycle() // places the AM
+	if node := pods.boundTo(amPod.Name); node != "node-a" {
+		t.Fatalf("B's AM pod bound to %q, want node-a", node)
+	}
+	c := f.mgr.Snapshot().Container(amB)
+	if c == nil || c.Node != "node-a:8041" {
+		t.Fatalf("B's AM container record %+v, want it on node-a:8041", c)
+	}
+	// Placed once: later cycles do not bind it again.
+	f.cycle()
+	if len(pods.bindings) != 1 {
+		t.Fatalf("bindings %v, want one", pods.bindings)
+	}
+}
+
+// Pods that are not YARN containers are scheduled by their queue label
+// within the queue's max, told when their queue does not exist, and
+// preempted like containers when a queue under its guarantee needs room.
+func TestPlainPodsScheduledByQueue(t *testing.T) {
+	pods := &fakePods{}
+	f := newQueueFixture(t, func(o *allocator.Options) {
+		o.Pods, o.Profile = pods, translator.Plain
+	})
+	for i := range 6 {
+		pods.add(plainPod("a-"+string(rune('0'+i)), map[string]string{allocator.LabelQueue: "a", allocator.LabelTier: "low"}, 2, 1024))
+	}
+	pods.add(plainPod("nowhere", map[string]string{allocator.LabelQueue: "root.nowhere"}, 1, 512))
+	f.cycle()
+	f.cycle()
+	if len(pods.bindings) != 4 {
+		t.Fatalf("%d of queue a's 2-vcore pods bound on an 8-vcore node, want 4: %v", len(pods.bindings), pods.bindings)
+	}
+	if len(pods.events) != 1 || !strings.Contains(pods.events[0], `queue "root.nowhere"`) {
+		t.Fatalf("events %v, want one saying the queue does not exist", pods.events)
+	}
+
+	// B's pod, within B's guarantee, reclaims one of A's.
+	pods.add(plainPod("b-0", map[string]string{allocator.LabelQueue: "root.b"}, 2, 1024))
+	f.cycle()
+	if len(pods.preempted) != 1 || !strings.HasPrefix(pods.preempted[0], "a-") {
+		t.Fatalf("preempted %v, want one of A's pods", pods.preempted)
+	}
+	f.cycle()
+	if node := pods.boundTo("b-0"); node != "node-a" {
+		t.Fatalf("B's pod bound to %q, want node-a", node)
+	}
+	if len(pods.preempted) != 1 {
+		t.Fatalf("preempted %v, want only one", pods.preempted)
+	}
+}

@@ -1,0 +1,219 @@
+// Package podbinder is the Kubernetes side of Weft's scheduler, as
+// YuniKorn's shim is of its core: it watches the pods whose
+// spec.schedulerName is Weft's, tells a scheduling cycle which of them wait
+// for a node and which hold one, and binds placed pods through the API
+// server's Binding subresource, many at once. It decides nothing itself.
+package podbinder
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DefaultSchedulerName is the spec.schedulerName of the pods Weft binds.
+const DefaultSchedulerName = "weft-scheduler"
+
+// Options configures a Binder.
+type Options struct {
+	// SchedulerName selects the pods to bind (default DefaultSchedulerName).
+	SchedulerName string
+	// Namespace limits the watch to one namespace; empty watches all.
+	Namespace string
+	// Workers is how many bindings are in flight at once (default 32).
+	Workers int
+	// OnPending is called when a pod starts waiting for a node, so that a
+	// cycle can start without waiting for its timer.
+	OnPending func()
+	Logger    *slog.Logger
+}
+
+// Binding places one pod on one node.
+type Binding struct {
+	Namespace, Name string
+	UID             types.UID
+	Node            string
+}
+
+// Binder watches Weft's pods and binds them.
+type Binder struct {
+	client   kubernetes.Interface
+	opts     Options
+	informer cache.SharedIndexInformer
+
+	mu sync.Mutex
+	// assumed are pods bound by this Binder that the watch has not shown
+	// bound yet, with their node: a cycle must see them as placed, or it
+	// would place them again (kube-scheduler's assume cache).
+	assumed map[types.UID]string
+}
+
+// New returns a Binder; Run starts its watch.
+func New(client kubernetes.Interface, opts Options) *Binder {
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = DefaultSchedulerName
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	// Only live pods of this scheduler: the API server filters, so the
+	// cache holds Weft's pods and nothing else. A pod that ends leaves the
+	// cache (the watch reports it deleted), which frees its capacity.
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = "spec.schedulerName=" + opts.SchedulerName +
+				",status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+		}))
+	b := &Binder{client: client, opts: opts, informer: factory.Core().V1().Pods().Informer(), assumed: map[types.UID]string{}}
+	_, _ = b.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { b.seen(obj) },
+		UpdateFunc: func(_, obj any) { b.seen(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				b.mu.Lock()
+				delete(b.assumed, p.UID)
+				b.mu.Unlock()
+			}
+		},
+	})
+	return b
+}
+
+// seen drops an assumption the watch has caught up with, and reports a
+// pod that waits for a node.
+func (b *Binder) seen(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if p.Spec.NodeName != "" {
+		b.mu.Lock()
+		delete(b.assumed, p.UID)
+		b.mu.Unlock()
+		return
+	}
+	if b.opts.OnPending != nil && p.DeletionTimestamp == nil {
+		b.opts.OnPending()
+	}
+}
+
+// Run watches until ctx ends.
+func (b *Binder) Run(ctx context.Context) { b.informer.Run(ctx.Done()) }
+
+// WaitForSync waits until the watch has listed every pod once: before
+// that, a cycle would take bound pods' capacity for free.
+func (b *Binder) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), b.informer.HasSynced)
+}
+
+// Pods returns the pods waiting for a node and those holding one (bound,
+// or bound by this Binder and not yet seen so), in no particular order.
+// A pod being deleted before it was bound waits for nothing. The pods are
+// the cache's: callers must not modify them.
+func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
+	objs := b.informer.GetStore().List()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, obj := range objs {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		switch node, assumed := b.assumed[p.UID]; {
+		case p.Spec.NodeName != "":
+			bound = append(bound, p)
+		case assumed:
+			c := p.DeepCopy()
+			c.Spec.NodeName = node
+			bound = append(bound, c)
+		case p.DeletionTimestamp == nil:
+			pending = append(pending, p)
+		}
+	}
+	return pending, bound
+}
+
+// Bind binds pods to nodes, Workers at a time, and returns one error (or
+// nil) per binding, in order. A pod bound here is reported bound by Pods
+// from then on.
+func (b *Binder) Bind(ctx context.Context, bindings []Binding) []error {
+	errs := make([]error, len(bindings))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(b.opts.Workers, len(bindings)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs[i] = b.bind(ctx, bindings[i])
+			}
+		}()
+	}
+	for i := range bindings {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return errs
+}
+
+func (b *Binder) bind(ctx context.Context, bd Binding) error {
+	err := b.client.CoreV1().Pods(bd.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: bd.Namespace, Name: bd.Name, UID: bd.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: bd.Node},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("bind pod %s/%s to %s: %w", bd.Namespace, bd.Name, bd.Node, err)
+	}
+	b.mu.Lock()
+	b.assumed[bd.UID] = bd.Node
+	b.mu.Unlock()
+	return nil
+}
+
+// Event records on a pod why it still waits, as kube-scheduler's
+// FailedScheduling events do; best effort.
+func (b *Binder) Event(ctx context.Context, p *corev1.Pod, reason, message string) {
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+			APIVersion: "v1", ResourceVersion: p.ResourceVersion},
+		Reason: reason, Message: message, Type: corev1.EventTypeWarning, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: b.opts.SchedulerName},
+		ReportingController: b.opts.SchedulerName,
+	}
+	if _, err := b.client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		b.opts.Logger.Debug("pod event", "pod", p.Namespace+"/"+p.Name, "err", err)
+	}
+}
+
+// Preempt deletes a pod Weft placed so that another may have its place,
+// with grace as its termination grace period (its advance notice), and
+// only the pod of that UID: a pod recreated under the same name is not the
+// victim.
+func (b *Binder) Preempt(ctx context.Context, p *corev1.Pod, grace time.Duration) error {
+	secs := int64(grace / time.Second)
+	err := b.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &secs,
+		Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("preempt pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
