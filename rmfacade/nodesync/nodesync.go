@@ -86,8 +86,8 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
 		live[id] = true
 		st, health := records.NodeRunning, "Healthy"
-		if !ready(n) || n.Spec.Unschedulable {
-			st, health = records.NodeUnhealthy, "node is not Ready or is cordoned"
+		if !ready(n) || n.Spec.Unschedulable || unavailable(n) {
+			st, health = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
 		}
 		err := s.mgr.PutNode(&records.Node{
 			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
@@ -138,6 +138,24 @@ func ready(n *corev1.Node) bool {
 
 // rack is the node's zone as a YARN rack, as topology-aware YARN
 // deployments map it.
+// unavailable tells a node Kubernetes' node lifecycle has tainted as not
+// taking pods (not ready, unreachable, under pressure, cordoned): a
+// taint can precede or outlast the condition, and no pod of Weft's
+// tolerates these.
+func unavailable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		switch t.Key {
+		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, corev1.TaintNodeUnschedulable,
+			corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure, corev1.TaintNodeNetworkUnavailable:
+			return true
+		}
+	}
+	return false
+}
+
 func rack(n *corev1.Node) string {
 	if z := n.Labels[corev1.LabelTopologyZone]; z != "" {
 		return "/" + z

@@ -294,11 +294,18 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {
-		go s.reconcile(ctx)
+		synced := make(chan struct{})
+		go s.reconcile(ctx, synced)
 		go s.binder.Run(ctx)
 		go func() {
-			// Until the watch has listed the pods, bound ones would look
-			// like free capacity.
+			// Until the nodes are read and the watch has listed the pods,
+			// a cycle would place nothing, or take bound pods' capacity
+			// for free.
+			select {
+			case <-synced:
+			case <-ctx.Done():
+				return
+			}
 			if s.binder.WaitForSync(ctx) {
 				s.allocator.Run(ctx)
 			}
@@ -326,12 +333,15 @@ func (s *Server) Serve(ctx context.Context) error {
 
 // reconcile runs the AM launcher until ctx ends. It is level-based, so a
 // missed change is caught on the next tick.
-func (s *Server) reconcile(ctx context.Context) {
+func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
 	t := time.NewTicker(s.cfg.ReconcileEvery)
 	defer t.Stop()
 	for {
 		if err := s.nodes.Sync(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("node sync", "err", err)
+		} else if nodesSynced != nil {
+			close(nodesSynced)
+			nodesSynced = nil
 		}
 		if err := s.launcher.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("AM launcher", "err", err)

@@ -25,8 +25,11 @@ ready() { curl -sf --max-time 2 --cacert "$state/pki/ca.crt" -H "Authorization: 
   "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; }
 
 with_node=${WEFT_KUBE_NODE:-1}
+# WEFT_KUBE_SCHEDULER=0 leaves kube-scheduler out (a benchmark starts its own).
+with_scheduler=${WEFT_KUBE_SCHEDULER:-1}
 node_alive() { [ "$with_node" = 0 ] || { alive containerd && alive kubelet; }; }
-if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive kube-scheduler && node_alive && ready; then
+scheduler_alive() { [ "$with_scheduler" = 0 ] || alive kube-scheduler; }
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && scheduler_alive && node_alive && ready; then
   echo "$state/kubeconfig"
   exit 0
 fi
@@ -53,6 +56,7 @@ fi
 flock -u 9
 mkdir -p "$cache/bin"
 ln -sfn "$bin/kubectl" "$cache/bin/kubectl"
+ln -sfn "$bin/kube-scheduler" "$cache/bin/kube-scheduler"
 
 # Certificates and credentials, made once.
 pki=$state/pki
@@ -133,14 +137,14 @@ if ! alive kube-controller-manager; then
     >"$state/logs/kube-controller-manager.log" 2>&1 &
   echo $! > "$state/kube-controller-manager.pid"
 fi
-if ! alive kube-scheduler; then
+if [ "$with_scheduler" != 0 ] && ! alive kube-scheduler; then
   log "starting kube-scheduler"
   nohup "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
     >"$state/logs/kube-scheduler.log" 2>&1 &
   echo $! > "$state/kube-scheduler.pid"
 fi
 sleep 1
-for p in kube-controller-manager kube-scheduler; do
+for p in kube-controller-manager $([ "$with_scheduler" = 0 ] || echo kube-scheduler); do
   alive "$p" || { log "$p exited; see $state/logs/$p.log"; tail -20 "$state/logs/$p.log" >&2; exit 1; }
 done
 if [ "$with_node" != 0 ]; then

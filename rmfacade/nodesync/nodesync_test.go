@@ -1,0 +1,100 @@
+package nodesync
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator"
+)
+
+func node(name string, ready bool, mutate func(*corev1.Node)) *corev1.Node {
+	st := corev1.ConditionTrue
+	if !ready {
+		st = corev1.ConditionFalse
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}}}
+	if mutate != nil {
+		mutate(n)
+	}
+	return n
+}
+
+func pod(name, nodeName, scheduler string, labels map[string]string, cpu, mem string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels},
+		Spec: corev1.PodSpec{NodeName: nodeName, SchedulerName: scheduler, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+// Nodes become YARN nodes: RUNNING only when Ready, not cordoned and not
+// tainted unavailable; what Weft's pods hold (this RM's containers, AMs
+// included, and any pod Weft's scheduler binds) is Used, the rest
+// Occupied.
+func TestSync(t *testing.T) {
+	am := "container_1700000000000_0001_01_000001"
+	task := "container_1700000000000_0001_01_000002"
+	objs := []runtime.Object{
+		node("ready", true, nil),
+		node("notready", false, nil),
+		node("cordoned", true, func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+		node("tainted", true, func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+		}),
+		node("otherwise-tainted", true, func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		}),
+		pod("online", "ready", "default-scheduler", nil, "2", "4Gi"),
+		pod("am", "ready", "weft-scheduler", map[string]string{translator.LabelRM: "weft", translator.LabelContainer: am}, "1", "1Gi"),
+		pod("task", "ready", "default-scheduler", map[string]string{translator.LabelRM: "weft", translator.LabelContainer: task}, "1", "2Gi"),
+		pod("other-rms", "ready", "default-scheduler", map[string]string{translator.LabelRM: "other", translator.LabelContainer: task}, "1", "1Gi"),
+		pod("plain", "ready", "weft-scheduler", nil, "500m", "512Mi"),
+	}
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tree, err := quota.NewTree(quota.DefaultQueues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rm.New(st, tree, rm.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := New(mgr, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041})
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap := mgr.Snapshot()
+	want := map[string]records.NodeState{"ready": records.NodeRunning, "notready": records.NodeUnhealthy, "cordoned": records.NodeUnhealthy,
+		"tainted": records.NodeUnhealthy, "otherwise-tainted": records.NodeRunning}
+	for name, st := range want {
+		n := snap.Node(name + ":8041")
+		if n == nil || n.State != st {
+			t.Errorf("node %s: %+v, want %s", name, n, st)
+		}
+	}
+	n := snap.Node("ready:8041")
+	if wantUsed := (records.Resource{MemoryMB: 3584, VCores: 3}); n.Used != wantUsed {
+		t.Errorf("used %+v, want %+v (the AM, the task and the plain pod Weft bound)", n.Used, wantUsed)
+	}
+	if wantOcc := (records.Resource{MemoryMB: 5120, VCores: 3}); n.Occupied != wantOcc {
+		t.Errorf("occupied %+v, want %+v (the online pod and another RM's container)", n.Occupied, wantOcc)
+	}
+	if n.NumContainers != 3 {
+		t.Errorf("%d containers, want 3", n.NumContainers)
+	}
+}

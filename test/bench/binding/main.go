@@ -1,0 +1,390 @@
+// Command binding measures end-to-end scheduling throughput through a real
+// API server: how fast pending pods get bound to nodes by Weft's scheduler
+// (weft-rm) and by kube-scheduler, measured in the same run on the same
+// private control plane (etcd, kube-apiserver, kube-controller-manager)
+// with kwok's fake nodes, and prints the ratio (target ≥ 3×).
+//
+// Each round creates the pods first, for one scheduler, and only then
+// starts that scheduler: its time runs from its start to the last pod
+// bound, startup and cache sync included. Both get the same client rate
+// limit (-qps, -burst) so that neither is held back by its defaults.
+//
+//	go run ./test/bench/binding [-nodes 1000] [-pods 5000] [-rounds 1]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/test/e2e"
+	"github.com/weft-sh/weft/test/kube"
+)
+
+type options struct {
+	nodes, pods, rounds int
+	qps                 float64
+	burst               int
+	keep                bool
+	logs                string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 1000, "kwok nodes (32 CPU, 256 GiB, 110 pods each)")
+	flag.IntVar(&o.pods, "pods", 5000, "pending pods per scheduler and round (1 CPU, 1 GiB each)")
+	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs both schedulers")
+	flag.Float64Var(&o.qps, "qps", 1000, "API client QPS of both schedulers")
+	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
+	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
+	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "binding:", err)
+		os.Exit(1)
+	}
+}
+
+// A control plane of its own, away from the e2e suites' cluster, without
+// a kubelet and without kube-scheduler (each round starts the scheduler it
+// measures).
+func benchEnv() {
+	os.Setenv("WEFT_KUBE_STATE", filepath.Join(kube.Cache(), "bench-kube"))
+	os.Setenv("WEFT_ETCD_PORT", "24790")
+	os.Setenv("WEFT_APISERVER_PORT", "27443")
+	os.Setenv("WEFT_KUBE_NODE", "0")
+	os.Setenv("WEFT_KUBE_SCHEDULER", "0")
+}
+
+func run(o options) (err error) {
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 60*time.Minute)
+	defer cancel()
+	work, err := os.MkdirTemp("", "weft-bench-binding-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	logs := o.logs
+	if logs == "" {
+		logs = filepath.Join(work, "logs")
+	}
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	bin := filepath.Join(work, "bin")
+	if err := e2e.BuildBinaries(ctx, bin); err != nil {
+		return err
+	}
+	kwokBin, err := kube.Kwok(ctx)
+	if err != nil {
+		return err
+	}
+
+	benchEnv()
+	cluster, err := kube.Up(ctx)
+	if err != nil {
+		return err
+	}
+	if !o.keep {
+		defer func() {
+			if derr := kube.Down(context.Background()); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
+	// The benchmark's own client must not be what limits the run.
+	cfg := *cluster.Config
+	cfg.QPS, cfg.Burst = 5000, 10000
+	client, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return err
+	}
+
+	kwok, err := startProcess(filepath.Join(logs, "kwok.log"), kwokBin, kube.KwokArgs(cluster.Kubeconfig)...)
+	if err != nil {
+		return err
+	}
+	defer kwok.stop()
+	fmt.Printf("creating %d kwok nodes…\n", o.nodes)
+	if err := createNodes(ctx, client, o.nodes); err != nil {
+		return err
+	}
+	if err := waitNodesSchedulable(ctx, client, o.nodes); err != nil {
+		return err
+	}
+
+	kubeScheduler, err := kube.Binary("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	schedConf := filepath.Join(work, "kube-scheduler.yaml")
+	if err := os.WriteFile(schedConf, fmt.Appendf(nil, `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: %g
+  burst: %d
+leaderElection:
+  leaderElect: false
+`, cluster.Kubeconfig, o.qps, o.burst), 0o644); err != nil {
+		return err
+	}
+	schedulers := []scheduler{
+		{name: "kube-scheduler", schedulerName: corev1.DefaultSchedulerName, bin: kubeScheduler,
+			args: []string{"--config", schedConf, "--secure-port", "0"}},
+		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"),
+			args: func(dir string) []string {
+				return []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--data-dir", dir,
+					"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0", "--webapp-address", "127.0.0.1:0",
+					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst)}
+			}(filepath.Join(work, "weft-data"))},
+	}
+
+	results := map[string][]result{}
+	for round := 1; round <= o.rounds; round++ {
+		for i := range schedulers {
+			// Alternate which goes first, so neither always meets a warmer
+			// API server.
+			s := schedulers[(i+round-1)%len(schedulers)]
+			r, err := s.measure(ctx, client, o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)))
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", s.name, round, err)
+			}
+			fmt.Printf("round %d  %-15s %d pods bound in %6.2fs from start (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s)\n",
+				round, s.name, o.pods, r.total.Seconds(), r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds())
+			results[s.name] = append(results[s.name], r)
+		}
+	}
+	kubeRate, weftRate := median(results["kube-scheduler"]), median(results["weft"])
+	fmt.Printf("\n%d kwok nodes, %d pending pods, client QPS %g burst %d for both, median of %d round(s):\n",
+		o.nodes, o.pods, o.qps, o.burst, o.rounds)
+	fmt.Printf("  kube-scheduler %8.1f pods/s\n  weft           %8.1f pods/s\n  ratio weft/kube-scheduler: %.2f× (target ≥ 3×)\n",
+		kubeRate, weftRate, weftRate/kubeRate)
+	return nil
+}
+
+type scheduler struct {
+	name, schedulerName, bin string
+	args                     []string
+}
+
+type result struct {
+	pods           int
+	total, binding time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.pods) / r.total.Seconds() }
+
+func median(rs []result) float64 {
+	rates := make([]float64, len(rs))
+	for i, r := range rs {
+		rates[i] = r.rate()
+	}
+	sort.Float64s(rates)
+	return rates[len(rates)/2]
+}
+
+// measure creates the pods in a fresh namespace, starts the scheduler,
+// waits for every pod to be bound, stops the scheduler and removes the
+// namespace's pods.
+func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n int, logFile string) (result, error) {
+	ns := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixNano())
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		// The pods go with their namespace; kwok finishes their deletion.
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	if err := createPods(ctx, client, ns, s.schedulerName, n); err != nil {
+		return result{}, err
+	}
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return result{}, err
+	}
+	defer w.Stop()
+
+	start := time.Now()
+	proc, err := startProcess(logFile, s.bin, s.args...)
+	if err != nil {
+		return result{}, err
+	}
+	defer proc.stop()
+	bound := map[string]bool{}
+	var first time.Time
+	for len(bound) < n {
+		select {
+		case <-ctx.Done():
+			return result{}, fmt.Errorf("%d of %d pods bound: %w", len(bound), n, ctx.Err())
+		case <-proc.exited:
+			return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return result{}, fmt.Errorf("watch ended with %d of %d pods bound", len(bound), n)
+			}
+			if ev.Type != watch.Modified && ev.Type != watch.Added {
+				continue
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Spec.NodeName != "" && !bound[p.Name] {
+				if len(bound) == 0 {
+					first = time.Now()
+				}
+				bound[p.Name] = true
+			}
+		}
+	}
+	end := time.Now()
+	return result{pods: n, total: end.Sub(start), binding: end.Sub(first)}, nil
+}
+
+func createNodes(ctx context.Context, client kubernetes.Interface, n int) error {
+	return parallel(ctx, n, func(i int) error {
+		name := fmt.Sprintf("kwok-node-%04d", i)
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods: resource.MustParse("110")}
+		_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kube.KwokNodeAnnotation: "fake"},
+				Labels: map[string]string{"type": "kwok", corev1.LabelHostname: name}},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// waitNodesSchedulable waits until every kwok node is Ready and the node
+// lifecycle controller has lifted its not-ready taint.
+func waitNodesSchedulable(ctx context.Context, client kubernetes.Interface, n int) error {
+	start := time.Now()
+	for {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+		if err != nil {
+			return err
+		}
+		ok := 0
+		for _, node := range nodes.Items {
+			ready := false
+			for _, c := range node.Status.Conditions {
+				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+			}
+			if ready && len(node.Spec.Taints) == 0 {
+				ok++
+			}
+		}
+		if ok >= n {
+			fmt.Printf("%d nodes schedulable after %s\n", ok, time.Since(start).Round(time.Second))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d nodes schedulable: %w", ok, n, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
+	return parallel(ctx, n, func(i int) error {
+		_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
+			Spec: corev1.PodSpec{
+				SchedulerName: schedulerName,
+				NodeSelector:  map[string]string{"type": "kwok"},
+				Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// parallel runs fn for 0..n-1, 64 at a time, and returns the first error.
+func parallel(ctx context.Context, n int, fn func(int) error) error {
+	var (
+		next     atomic.Int64
+		firstErr error
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+	)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// process is a child this benchmark started and stops by its PID.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *os.File
+}
+
+func startProcess(logFile, bin string, args ...string) (*process, error) {
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{}), log: f}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.log.Close()
+}
