@@ -52,6 +52,11 @@ type Profile struct {
 	// Koordinator) always carry a limit equal to the request, as
 	// Kubernetes requires, and their node agents enforce the cgroups.
 	StrictCPU bool
+	// CapacityFromCNR reads each node's reclaimable capacity from
+	// Katalyst's CustomNodeResource of the same name
+	// (status.resources.allocatable), where Katalyst's node agent reports
+	// it, instead of from the Node's allocatable.
+	CapacityFromCNR bool
 	// Labels and Annotations mark every pod's QoS class.
 	Labels, Annotations map[string]string
 	// Priorities are the PriorityClass values of the tiers. They sit below
@@ -66,7 +71,7 @@ var (
 	// from the pod annotation.
 	Katalyst = Profile{
 		Name: "katalyst", CPU: "resource.katalyst.kubewharf.io/reclaimed_millicpu", CPUMilli: true,
-		Memory:      "resource.katalyst.kubewharf.io/reclaimed_memory",
+		Memory: "resource.katalyst.kubewharf.io/reclaimed_memory", CapacityFromCNR: true,
 		Annotations: map[string]string{"katalyst.kubewharf.io/qos_level": "reclaimed_cores"},
 		Priorities:  map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
 	}

@@ -205,7 +205,8 @@ type pendingRequest struct {
 // Cycle runs one scheduling cycle and returns how many containers it
 // granted.
 func (a *Allocator) Cycle(ctx context.Context) (int, error) {
-	defer a.metrics.observeCycle(time.Now())
+	began := time.Now()
+	defer a.metrics.observeCycle(began)
 	snap := a.mgr.Snapshot()
 	nodes := snap.Nodes(records.NodeRunning)
 	var cluster quota.Resource
@@ -286,6 +287,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if len(pending) == 0 && len(pods.pending) == 0 {
 		return 0, nil
 	}
+	built := time.Now()
 	plan, err := a.sched.Schedule(ctx, st.Snapshot())
 	if err != nil {
 		return 0, err
@@ -314,6 +316,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier})
 		}
 	}
+	decided := time.Now()
 	granted := a.bindPods(ctx, snap, pods, podPlacements)
 	for attempt, gs := range grants {
 		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)
@@ -336,7 +339,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		a.mu.Unlock()
 	}
 	if granted > 0 {
-		a.opts.Logger.Info("granted containers", "count", granted)
+		a.opts.Logger.Info("granted containers", "count", granted, "pending", len(pending)+len(pods.pending),
+			"build", built.Sub(began).Round(time.Millisecond), "decide", decided.Sub(built).Round(time.Millisecond),
+			"grant", time.Since(decided).Round(time.Millisecond))
 	} else {
 		a.opts.Logger.Debug("cycle granted nothing", "pending", len(pending), "applied", len(result.Applied), "rejected", len(result.Rejected))
 	}

@@ -10,8 +10,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -23,31 +32,106 @@ type Options struct {
 	// ClusterID is this RM's; other RMs' containers count as occupied.
 	ClusterID string
 	// SchedulerName is Weft's scheduler: the pods it binds are Weft's.
-	SchedulerName      string
+	SchedulerName string
+	// CNR reads Katalyst's CustomNodeResources, for a profile whose
+	// capacity comes from them (translator.Profile.CapacityFromCNR).
+	CNR                dynamic.Interface
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
 }
 
 // Syncer copies nodes from Kubernetes into the RM.
 type Syncer struct {
-	mgr    *rm.Manager
-	client kubernetes.Interface
-	opts   Options
+	mgr                       *rm.Manager
+	opts                      Options
+	nodeInformer, podInformer cache.SharedIndexInformer
+	cnrInformer               cache.SharedIndexInformer // nil unless the profile reads CNRs
+	nodes                     corelisters.NodeLister
+	pods                      corelisters.PodLister
 }
 
-// New returns a Syncer.
+// New returns a Syncer; Run starts its watches.
 func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) *Syncer {
-	return &Syncer{mgr: mgr, client: client, opts: opts}
+	// Watches, not lists: a sync each second must not make the API server
+	// serialize every pod of the cluster each second.
+	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	pods := coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+	})
+	s := &Syncer{mgr: mgr, opts: opts, nodeInformer: nodes, podInformer: pods,
+		nodes: corelisters.NewNodeLister(nodes.GetIndexer()), pods: corelisters.NewPodLister(pods.GetIndexer())}
+	if opts.Profile.CapacityFromCNR && opts.CNR != nil {
+		s.cnrInformer = dynamicinformer.NewFilteredDynamicInformer(opts.CNR, CNRResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	}
+	return s
 }
 
-// Sync reads nodes and pods once and updates the RM's nodes.
+// CNRResource is Katalyst's CustomNodeResource (cluster-scoped, one per
+// node, named as the node).
+var CNRResource = schema.GroupVersionResource{Group: "node.katalyst.kubewharf.io", Version: "v1alpha1", Resource: "customnoderesources"}
+
+// Run watches nodes and pods (and CNRs) until ctx ends.
+func (s *Syncer) Run(ctx context.Context) {
+	if s.cnrInformer != nil {
+		go s.cnrInformer.Run(ctx.Done())
+	}
+	go s.nodeInformer.Run(ctx.Done())
+	s.podInformer.Run(ctx.Done())
+}
+
+// synced are the watches a sync needs listed.
+func (s *Syncer) synced() []cache.InformerSynced {
+	out := []cache.InformerSynced{s.nodeInformer.HasSynced, s.podInformer.HasSynced}
+	if s.cnrInformer != nil {
+		out = append(out, s.cnrInformer.HasSynced)
+	}
+	return out
+}
+
+// allocatable is what a node offers Weft: its CNR's allocatable under a
+// CNR profile (none until Katalyst's agent reports it), else the Node's.
+func (s *Syncer) allocatable(n *corev1.Node) corev1.ResourceList {
+	if s.opts.Profile.CapacityFromCNR {
+		if s.cnrInformer == nil {
+			return nil
+		}
+		obj, ok, err := s.cnrInformer.GetIndexer().GetByKey(n.Name)
+		if err != nil || !ok {
+			return nil
+		}
+		return cnrAllocatable(obj)
+	}
+	return n.Status.Allocatable
+}
+
+// cnrAllocatable reads status.resources.allocatable of a CNR; quantities
+// that do not parse are left out.
+func cnrAllocatable(obj any) corev1.ResourceList {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	m, _, _ := unstructured.NestedStringMap(u.Object, "status", "resources", "allocatable")
+	out := corev1.ResourceList{}
+	for name, v := range m {
+		if q, err := resource.ParseQuantity(v); err == nil {
+			out[corev1.ResourceName(name)] = q
+		}
+	}
+	return out
+}
+
+// Sync updates the RM's nodes from what the watches hold, once they have
+// listed everything.
 func (s *Syncer) Sync(ctx context.Context) error {
-	nodes, err := s.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+		return fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
+	}
+	nodeList, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	pods, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{
-		FieldSelector: "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)})
+	podList, err := s.pods.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
@@ -55,8 +139,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	// each pod to whole vcores would overstate what small pods hold.
 	type sum struct{ bytes, milli int64 }
 	occupied, used, count := map[string]sum{}, map[string]sum{}, map[string]int32{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range podList {
 		if p.Spec.NodeName == "" {
 			continue
 		}
@@ -81,8 +164,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	now := time.Now().UnixMilli()
 	live := map[string]bool{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	for _, n := range nodeList {
 		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
 		live[id] = true
 		st, health := records.NodeRunning, "Healthy"
@@ -91,7 +173,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 		err := s.mgr.PutNode(&records.Node{
 			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
-			State: st, Capability: s.capacity(n.Status.Allocatable), Used: toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
+			State: st, Capability: s.capacity(s.allocatable(n)), Used: toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
 			NumContainers: count[n.Name], HealthReport: health, LastHealthUpdate: now,
 		})
 		if err != nil {

@@ -9,7 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/weft-sh/weft/quota"
@@ -64,21 +67,7 @@ func TestSync(t *testing.T) {
 		pod("other-rms", "ready", "default-scheduler", map[string]string{translator.LabelRM: "other", translator.LabelContainer: task}, "1", "1Gi"),
 		pod("plain", "ready", "weft-scheduler", nil, "500m", "512Mi"),
 	}
-	st, err := state.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tree, err := quota.NewTree(quota.DefaultQueues)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rm.New(st, tree, rm.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	s := New(mgr, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041})
-	if err := s.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	snap := mgr.Snapshot()
+	snap := syncOnce(t, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041})
 	want := map[string]records.NodeState{"ready": records.NodeRunning, "notready": records.NodeUnhealthy, "cordoned": records.NodeUnhealthy,
 		"tainted": records.NodeUnhealthy, "otherwise-tainted": records.NodeRunning}
 	for name, st := range want {
@@ -97,4 +86,54 @@ func TestSync(t *testing.T) {
 	if n.NumContainers != 3 {
 		t.Errorf("%d containers, want 3", n.NumContainers)
 	}
+}
+
+// Under the Katalyst profile a node offers what its CustomNodeResource
+// reports reclaimable (Katalyst's agent writes status.resources.allocatable
+// there, not into the Node), and nothing without one.
+func TestCapacityFromCNR(t *testing.T) {
+	cnr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "node.katalyst.kubewharf.io/v1alpha1", "kind": "CustomNodeResource",
+		"metadata": map[string]any{"name": "with-cnr"},
+		"status": map[string]any{"resources": map[string]any{"allocatable": map[string]any{
+			"resource.katalyst.kubewharf.io/reclaimed_millicpu": "12k",
+			"resource.katalyst.kubewharf.io/reclaimed_memory":   "24Gi",
+		}}},
+	}}
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{CNRResource: "CustomNodeResourceList"}, cnr)
+	// The Nodes' own allocatable (8 CPUs) is the online view, not Weft's.
+	snap := syncOnce(t, fake.NewClientset(node("with-cnr", true, nil), node("without-cnr", true, nil)),
+		Options{ClusterID: "weft", Profile: translator.Katalyst, NMPort: 8041, CNR: dyn})
+	if got, want := snap.Node("with-cnr:8041").Capability, (records.Resource{MemoryMB: 24 << 10, VCores: 12}); got != want {
+		t.Errorf("capability %+v, want %+v from the CNR", got, want)
+	}
+	if got := snap.Node("without-cnr:8041").Capability; got != (records.Resource{}) {
+		t.Errorf("capability %+v without a CNR, want none", got)
+	}
+}
+
+// syncOnce runs one sync of a new Syncer into a new RM and returns the
+// RM's state.
+func syncOnce(t *testing.T, client *fake.Clientset, opts Options) *state.Snapshot {
+	t.Helper()
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree(quota.DefaultQueues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rm.New(st, tree, rm.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := New(mgr, client, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return mgr.Snapshot()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 
@@ -232,8 +233,14 @@ func (s *Server) init() error {
 		if opts.ClusterID == "" {
 			opts.ClusterID = "weft"
 		}
-		s.nodes = nodesync.New(s.Manager, client, nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
-			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort})
+		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
+			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort}
+		if opts.Profile.CapacityFromCNR {
+			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
+			}
+		}
+		s.nodes = nodesync.New(s.Manager, client, nopts)
 		// Weft's scheduler binds the pods that name it: AM pods, and any
 		// other pod placed by its queue and tier labels.
 		s.binder = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Logger: s.cfg.Logger,
@@ -295,6 +302,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {
 		synced := make(chan struct{})
+		go s.nodes.Run(ctx)
 		go s.reconcile(ctx, synced)
 		go s.binder.Run(ctx)
 		go func() {
@@ -307,6 +315,7 @@ func (s *Server) Serve(ctx context.Context) error {
 				return
 			}
 			if s.binder.WaitForSync(ctx) {
+				s.cfg.Logger.Info("scheduling", "scheduler", s.cfg.Launcher.SchedulerName)
 				s.allocator.Run(ctx)
 			}
 		}()
@@ -340,6 +349,7 @@ func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
 		if err := s.nodes.Sync(ctx); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("node sync", "err", err)
 		} else if nodesSynced != nil {
+			s.cfg.Logger.Info("nodes synced", "nodes", len(s.Manager.Snapshot().Nodes()))
 			close(nodesSynced)
 			nodesSynced = nil
 		}

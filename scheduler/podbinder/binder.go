@@ -30,7 +30,8 @@ type Options struct {
 	SchedulerName string
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
-	// Workers is how many bindings are in flight at once (default 32).
+	// Workers is how many bindings are in flight at once (default 128):
+	// each waits on the API server, which takes many at once.
 	Workers int
 	// OnPending is called when a pod starts waiting for a node, so that a
 	// cycle can start without waiting for its timer.
@@ -64,7 +65,7 @@ func New(client kubernetes.Interface, opts Options) *Binder {
 		opts.SchedulerName = DefaultSchedulerName
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 32
+		opts.Workers = 128
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

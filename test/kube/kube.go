@@ -72,6 +72,16 @@ func Down(ctx context.Context) error {
 	return nil
 }
 
+// Purge stops the control plane up.sh started and removes its state
+// (etcd's data, certificates): the next Up starts an empty cluster.
+func Purge(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, filepath.Join(scriptDir(), "down.sh"), "--purge").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kube down --purge: %v\n%s", err, out)
+	}
+	return nil
+}
+
 // Apply server-side-applies every object of the YAML files, as
 // `kubectl apply --server-side` does, and returns them; on an error, those
 // applied before it.

@@ -20,7 +20,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,8 +32,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/e2e"
@@ -43,7 +46,7 @@ type options struct {
 	qps                 float64
 	burst               int
 	keep                bool
-	logs                string
+	logs, only          string
 }
 
 func main() {
@@ -54,6 +57,7 @@ func main() {
 	flag.Float64Var(&o.qps, "qps", 1000, "API client QPS of both schedulers")
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
+	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with this (kube-scheduler, weft, api-ceiling)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -100,6 +104,12 @@ func run(o options) (err error) {
 	}
 
 	benchEnv()
+	if !o.keep {
+		// An earlier run's nodes and pods would be measured with this one.
+		if err := kube.Purge(ctx); err != nil {
+			return err
+		}
+	}
 	cluster, err := kube.Up(ctx)
 	if err != nil {
 		return err
@@ -159,6 +169,30 @@ leaderElection:
 			}(filepath.Join(work, "weft-data"))},
 	}
 
+	// The ceiling: the benchmark binds the pods itself, round robin, with
+	// the same client limits and no scheduling at all — what this API
+	// server and etcd allow any scheduler.
+	direct := func(ctx context.Context, ns string) error {
+		c := *cluster.Config
+		c.QPS, c.Burst = float32(o.qps), o.burst
+		cl, err := kubernetes.NewForConfig(&c)
+		if err != nil {
+			return err
+		}
+		return parallel(ctx, o.pods, func(i int) error {
+			err := cl.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
+				Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%04d", i%o.nodes)}}, metav1.CreateOptions{})
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		})
+	}
+	schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: direct})
+	if o.only != "" {
+		schedulers = slices.DeleteFunc(schedulers, func(s scheduler) bool { return !strings.HasPrefix(s.name, o.only) })
+	}
+
 	results := map[string][]result{}
 	for round := 1; round <= o.rounds; round++ {
 		for i := range schedulers {
@@ -174,17 +208,27 @@ leaderElection:
 			results[s.name] = append(results[s.name], r)
 		}
 	}
-	kubeRate, weftRate := median(results["kube-scheduler"]), median(results["weft"])
-	fmt.Printf("\n%d kwok nodes, %d pending pods, client QPS %g burst %d for both, median of %d round(s):\n",
+	fmt.Printf("\n%d kwok nodes, %d pending pods, client QPS %g burst %d for all, median of %d round(s):\n",
 		o.nodes, o.pods, o.qps, o.burst, o.rounds)
-	fmt.Printf("  kube-scheduler %8.1f pods/s\n  weft           %8.1f pods/s\n  ratio weft/kube-scheduler: %.2f× (target ≥ 3×)\n",
-		kubeRate, weftRate, weftRate/kubeRate)
+	for _, s := range schedulers {
+		fmt.Printf("  %-15s %8.1f pods/s\n", s.name, median(results[s.name]))
+	}
+	if len(results["weft"]) > 0 && len(results["kube-scheduler"]) > 0 {
+		fmt.Printf("  ratio weft/kube-scheduler: %.2f× (target ≥ 3×)\n", median(results["weft"])/median(results["kube-scheduler"]))
+	}
+	if c := results["api-ceiling"]; len(c) > 0 && len(results["kube-scheduler"]) > 0 {
+		fmt.Printf("  kube-scheduler reaches %.0f%% of what the API server takes (binding with no scheduling at all)\n",
+			100*median(results["kube-scheduler"])/median(c))
+	}
 	return nil
 }
 
+// scheduler is what a round measures: a process started with args, or,
+// for the API server's own ceiling, a function.
 type scheduler struct {
 	name, schedulerName, bin string
 	args                     []string
+	direct                   func(ctx context.Context, ns string) error
 }
 
 type result struct {
@@ -212,49 +256,85 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 		return result{}, err
 	}
 	defer func() {
-		// The pods go with their namespace; kwok finishes their deletion.
+		// The pods go at once (the namespace controller would take minutes
+		// at its rate limit), and the next measurement must not share the
+		// API server with their deletion.
+		zero := int64(0)
+		_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		for ctx.Err() == nil {
+			if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return
+			}
+			time.Sleep(time.Second)
+		}
 	}()
 	if err := createPods(ctx, client, ns, s.schedulerName, n); err != nil {
 		return result{}, err
 	}
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		return result{}, err
-	}
-	defer w.Stop()
-
-	start := time.Now()
-	proc, err := startProcess(logFile, s.bin, s.args...)
-	if err != nil {
-		return result{}, err
-	}
-	defer proc.stop()
-	bound := map[string]bool{}
-	var first time.Time
-	for len(bound) < n {
-		select {
-		case <-ctx.Done():
-			return result{}, fmt.Errorf("%d of %d pods bound: %w", len(bound), n, ctx.Err())
-		case <-proc.exited:
-			return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return result{}, fmt.Errorf("watch ended with %d of %d pods bound", len(bound), n)
-			}
-			if ev.Type != watch.Modified && ev.Type != watch.Added {
-				continue
-			}
-			if p, ok := ev.Object.(*corev1.Pod); ok && p.Spec.NodeName != "" && !bound[p.Name] {
-				if len(bound) == 0 {
-					first = time.Now()
-				}
-				bound[p.Name] = true
-			}
+	// An informer, not a bare watch: the API server ends watches of a busy
+	// client, and the informer relists and rewatches.
+	var (
+		mu          sync.Mutex
+		bound       = map[string]bool{}
+		first, last time.Time
+		done        = make(chan struct{})
+	)
+	onPod := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if bound[p.Name] {
+			return
+		}
+		now := time.Now()
+		if len(bound) == 0 {
+			first = now
+		}
+		bound[p.Name], last = true, now
+		if len(bound) == n {
+			close(done)
 		}
 	}
-	end := time.Now()
-	return result{pods: n, total: end.Sub(start), binding: end.Sub(first)}, nil
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }})
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go inf.Run(watchCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return result{}, ctx.Err()
+	}
+
+	start := time.Now()
+	var exited <-chan struct{}
+	if s.direct != nil {
+		errc := make(chan error, 1)
+		go func() { errc <- s.direct(watchCtx, ns) }()
+		defer func() { stopWatch(); <-errc }()
+	} else {
+		proc, err := startProcess(logFile, s.bin, s.args...)
+		if err != nil {
+			return result{}, err
+		}
+		defer proc.stop()
+		exited = proc.exited
+	}
+	select {
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		return result{}, fmt.Errorf("%d of %d pods bound: %w", len(bound), n, ctx.Err())
+	case <-exited:
+		return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
+	case <-done:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return result{pods: n, total: last.Sub(start), binding: last.Sub(first)}, nil
 }
 
 func createNodes(ctx context.Context, client kubernetes.Interface, n int) error {
