@@ -125,6 +125,9 @@ func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int
 	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, _, _ float32) {
 		guaranteed, maximum, _ := Effective(q.Spec, now)
 		qq := QueueQuota{Path: path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
+		if ul := q.Spec.UserLimitPercent; ul != nil {
+			qq.UserLimitPercent = *ul
+		}
 		if len(maximum) > 0 {
 			m := fromResourceList(maximum, milliCPUPerVCore)
 			qq.Max = &m

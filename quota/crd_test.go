@@ -79,6 +79,8 @@ func TestQuotasFromCRDs(t *testing.T) {
 	etl.Spec.TimeWindows = []v1alpha1.QueueTimeWindow{{Name: "night", Start: "22:00", End: "06:00",
 		Guaranteed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
 		Max:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}
+	quarter := int32(25)
+	etl.Spec.UserLimitPercent = &quarter
 	queues := []v1alpha1.Queue{queue("cluster", "", "", "", 1), etl, queue("web", "cluster", "1", "", 1)}
 	for _, c := range []struct {
 		name                 string
@@ -97,7 +99,7 @@ func TestQuotasFromCRDs(t *testing.T) {
 			byPath[q.Path] = q
 		}
 		e := byPath["root.etl"]
-		if e.Guaranteed.MilliCPU != c.guaranteedMilli || e.Max == nil || e.Max.MilliCPU != c.max || e.Weight != 2 {
+		if e.Guaranteed.MilliCPU != c.guaranteedMilli || e.Max == nil || e.Max.MilliCPU != c.max || e.Weight != 2 || e.UserLimitPercent != 25 {
 			t.Errorf("%s: root.etl = %+v (max %v)", c.name, e, e.Max)
 		}
 		if c.name == "by day" && e.Guaranteed.Memory != 8<<30 {

@@ -23,6 +23,10 @@ type QueueQuota struct {
 	Max *Resource `json:"max,omitempty"`
 	// Weight divides idle capacity among siblings; zero counts as 1.
 	Weight float64 `json:"weight,omitempty"`
+	// UserLimitPercent, on a leaf, caps what one user's applications may
+	// hold at this percent of the most the queue may hold (its max, its
+	// ancestors', the cluster); zero is no limit.
+	UserLimitPercent int32 `json:"userLimitPercent,omitempty"`
 }
 
 // Hierarchy is an immutable, validated tree of queue quotas.

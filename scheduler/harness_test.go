@@ -54,6 +54,7 @@ func (h *harness) node(id string, alloc, nonWeft quota.Resource) {
 // job describes an application's pending requests by tier.
 type job struct {
 	id, queue      string
+	user           string
 	priority       int32
 	minMembers     int
 	high, med, low int
@@ -64,7 +65,7 @@ func (h *harness) submit(j job) {
 	h.t.Helper()
 	h.seq++
 	h.update(func(w *state.Txn) error {
-		if err := w.UpsertApplication(&objects.Application{ID: j.id, Queue: j.queue, Priority: j.priority,
+		if err := w.UpsertApplication(&objects.Application{ID: j.id, Queue: j.queue, User: j.user, Priority: j.priority,
 			MinMembers: j.minMembers, Submitted: time.Unix(int64(h.seq), 0)}); err != nil {
 			return err
 		}

@@ -84,6 +84,8 @@ type cycle struct {
 	node  map[string]*wnode
 	queue map[string]*wqueue
 	leafs []*wqueue
+	// capacity is what the cluster offers Weft this cycle.
+	capacity quota.Resource
 	// victims are allocations this cycle's preemptions already chose.
 	victims map[string]bool
 }
@@ -107,6 +109,10 @@ type wqueue struct {
 	// reclaim is what victims may still be taken from: usage (with this
 	// cycle's placements) minus victims releasing or chosen.
 	reclaim quota.Resource
+	// Leaves with a user limit only: the most one user may hold, and what
+	// each user holds (with this cycle's placements), loaded lazily.
+	userCap *quota.Resource
+	users   map[string]quota.Resource
 	// Leaves only: applications in order, loaded lazily.
 	apps    []*wapp
 	loaded  bool
@@ -161,6 +167,7 @@ func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
 	for _, p := range c.h.Leaves() {
 		c.leafs = append(c.leafs, c.queue[p])
 	}
+	c.capacity = capacity
 	for p, sh := range c.h.FairShares(capacity, loads) {
 		c.queue[p].fair = sh.FairShare
 	}
@@ -206,6 +213,9 @@ func (c *cycle) load(q *wqueue) {
 	}
 	q.loaded = true
 	apps := c.snap.ApplicationsInQueue(q.path)
+	if pct := q.quota.UserLimitPercent; pct > 0 {
+		c.loadUsers(q, apps, pct)
+	}
 	slices.SortFunc(apps, func(a, b *objects.Application) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted), cmp.Compare(a.ID, b.ID))
 	})
@@ -244,6 +254,41 @@ func (c *cycle) load(q *wqueue) {
 			q.apps = append(q.apps, w)
 		}
 	}
+}
+
+// loadUsers sets a leaf's user limit, pct percent of the most the queue
+// may hold (its max and its ancestors', within the cluster), and sums what
+// each user's applications hold.
+func (c *cycle) loadUsers(q *wqueue, apps []*objects.Application, pct int32) {
+	ceiling := quota.Resource{MilliCPU: c.capacity.MilliCPU, Memory: c.capacity.Memory}
+	for cur := q; cur != nil; cur = cur.parent {
+		if m := cur.quota.Max; m != nil {
+			ceiling = ceiling.Min(quota.Resource{MilliCPU: m.MilliCPU, Memory: m.Memory})
+		}
+	}
+	q.userCap = &quota.Resource{MilliCPU: ceiling.MilliCPU * int64(pct) / 100, Memory: ceiling.Memory * int64(pct) / 100}
+	q.users = map[string]quota.Resource{}
+	for _, a := range apps {
+		u := q.users[a.User]
+		for _, al := range c.snap.AllocationsOfApp(a.ID) {
+			u.AddInPlace(al.Resource)
+		}
+		q.users[a.User] = u
+	}
+}
+
+// fitsUser reports whether user may take r more within the leaf's user
+// limit, and if so charges it.
+func (q *wqueue) fitsUser(user string, r quota.Resource) bool {
+	if q.userCap == nil {
+		return true
+	}
+	u := q.users[user].Add(r)
+	if !u.FitsLimit(q.userCap) {
+		return false
+	}
+	q.users[user] = u
+	return true
 }
 
 // pickLeaf returns the leaf with the lowest deficit among those for which
@@ -293,7 +338,7 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 	for _, r := range app.gang {
 		total.AddInPlace(r.Resource)
 	}
-	if !q.fitsQuota(total) {
+	if !q.fitsQuota(total) || !q.fitsUser(app.a.User, total) {
 		return
 	}
 	unit := objects.Unit{AppID: app.a.ID, Gang: true, Placements: make([]objects.Placement, 0, len(app.gang))}
@@ -303,6 +348,9 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 		if n == nil {
 			for i, pn := range placed {
 				pn.free.AddInPlace(app.gang[i].Resource)
+			}
+			if q.userCap != nil {
+				q.users[app.a.User] = q.users[app.a.User].Sub(total)
 			}
 			app.blockedGang = true
 			return
@@ -338,7 +386,7 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		}
 		app := q.apps[q.elastAt]
 		r := app.elastic[app.elasticNext]
-		if !q.fitsQuota(r.Resource) {
+		if !q.fitsQuota(r.Resource) || !q.fitsUser(app.a.User, r.Resource) {
 			// Later requests of this job are no smaller in the common
 			// case; move on to the next job rather than retry each.
 			q.elastAt++
@@ -346,6 +394,9 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		}
 		n := c.selectNode(r.Resource)
 		if n == nil {
+			if q.userCap != nil {
+				q.users[app.a.User] = q.users[app.a.User].Sub(r.Resource)
+			}
 			app.blockedElastic = true
 			q.elastAt++
 			continue

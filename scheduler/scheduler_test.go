@@ -264,3 +264,37 @@ func TestMaxNeverExceeded(t *testing.T) {
 		})
 	}
 }
+
+// A leaf's user limit caps what one user's applications hold, those
+// already running included, at a percent of what the queue may hold;
+// other users take the rest.
+func TestUserLimit(t *testing.T) {
+	h := newHarness(t, quota.QueueQuota{Path: "root.a", UserLimitPercent: 50})
+	h.node("n0", res(4000, 16), quota.Resource{})
+	h.node("n1", res(4000, 16), quota.Resource{})
+	s := New(Options{})
+	h.submit(job{id: "alice-1", queue: "root.a", user: "alice", high: 1, med: 1, low: 4, each: res(1000, 1)})
+	h.submit(job{id: "bob-1", queue: "root.a", user: "bob", high: 1, low: 5, each: res(1000, 1)})
+	h.cycle(s)
+	count := func(app string) int {
+		n := 0
+		for _, v := range h.placed(app) {
+			n += v
+		}
+		return n
+	}
+	if a, b := count("alice-1"), count("bob-1"); a != 4 || b != 4 {
+		t.Fatalf("alice holds %d cpus, bob %d; want 4 each (half of 8)", a, b)
+	}
+	// A third node raises the limit to 6: alice's jobs get the 2 she may
+	// still take, counting what her first job holds, and bob his 2.
+	h.node("n2", res(4000, 16), quota.Resource{})
+	h.submit(job{id: "alice-2", queue: "root.a", user: "alice", high: 1, low: 3, each: res(1000, 1)})
+	h.cycle(s)
+	if a, b := count("alice-1")+count("alice-2"), count("bob-1"); a != 6 || b != 6 {
+		t.Fatalf("alice holds %d, bob %d; want 6 each (half of 12)", a, b)
+	}
+	if count("alice-2") == 0 {
+		t.Fatal("alice's second job's AM was not placed")
+	}
+}
