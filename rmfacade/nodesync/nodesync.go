@@ -33,6 +33,9 @@ type Options struct {
 	ClusterID string
 	// SchedulerName is Weft's scheduler: the pods it binds are Weft's.
 	SchedulerName string
+	// Pods, when set, is a shared informer of the cluster's live pods,
+	// run by its owner; by default the Syncer watches them itself.
+	Pods cache.SharedIndexInformer
 	// CNR reads Katalyst's CustomNodeResources, for a profile whose
 	// capacity comes from them (translator.Profile.CapacityFromCNR).
 	CNR                dynamic.Interface
@@ -46,6 +49,7 @@ type Syncer struct {
 	opts                      Options
 	nodeInformer, podInformer cache.SharedIndexInformer
 	cnrInformer               cache.SharedIndexInformer // nil unless the profile reads CNRs
+	ownPods                   bool                      // podInformer is this Syncer's to run
 	nodes                     corelisters.NodeLister
 	pods                      corelisters.PodLister
 }
@@ -55,15 +59,24 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) *Syncer {
 	// Watches, not lists: a sync each second must not make the API server
 	// serialize every pod of the cluster each second.
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
-	pods := coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
-	})
-	s := &Syncer{mgr: mgr, opts: opts, nodeInformer: nodes, podInformer: pods,
+	pods, own := opts.Pods, opts.Pods == nil
+	if own {
+		pods = LivePods(client)
+	}
+	s := &Syncer{mgr: mgr, opts: opts, nodeInformer: nodes, podInformer: pods, ownPods: own,
 		nodes: corelisters.NewNodeLister(nodes.GetIndexer()), pods: corelisters.NewPodLister(pods.GetIndexer())}
 	if opts.Profile.CapacityFromCNR && opts.CNR != nil {
 		s.cnrInformer = dynamicinformer.NewFilteredDynamicInformer(opts.CNR, CNRResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	}
 	return s
+}
+
+// LivePods is an informer of every pod that has not ended, in all
+// namespaces: the API server filters out the ended ones.
+func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {
+	return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+	})
 }
 
 // CNRResource is Katalyst's CustomNodeResource (cluster-scoped, one per
@@ -75,8 +88,10 @@ func (s *Syncer) Run(ctx context.Context) {
 	if s.cnrInformer != nil {
 		go s.cnrInformer.Run(ctx.Done())
 	}
-	go s.nodeInformer.Run(ctx.Done())
-	s.podInformer.Run(ctx.Done())
+	if s.ownPods {
+		go s.podInformer.Run(ctx.Done())
+	}
+	s.nodeInformer.Run(ctx.Done())
 }
 
 // synced are the watches a sync needs listed.

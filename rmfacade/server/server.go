@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
@@ -60,6 +61,9 @@ type Config struct {
 	RM rm.Options
 	// Allocator tunes scheduling cycles (its Logger is Logger).
 	Allocator allocator.Options
+	// BindParallelism is how many pod bindings are in flight at once
+	// (default podbinder's).
+	BindParallelism int
 	// LocalNode registers this machine as the cluster's one node, for the
 	// embedded default without Kubernetes.
 	LocalNode bool
@@ -126,6 +130,7 @@ type Server struct {
 	nodes             *nodesync.Syncer
 	allocator         *allocator.Allocator
 	binder            *podbinder.Binder
+	pods              cache.SharedIndexInformer
 	queuesFromCluster bool
 	queues            []quota.QueueConfig
 	queueStatus       map[string]string // last status written per Queue
@@ -233,8 +238,11 @@ func (s *Server) init() error {
 		if opts.ClusterID == "" {
 			opts.ClusterID = "weft"
 		}
+		// One watch of the cluster's live pods serves the node view (what
+		// others hold) and the binder (which of Weft's wait).
+		s.pods = nodesync.LivePods(client)
 		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
-			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort}
+			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods}
 		if opts.Profile.CapacityFromCNR {
 			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
@@ -243,8 +251,11 @@ func (s *Server) init() error {
 		s.nodes = nodesync.New(s.Manager, client, nopts)
 		// Weft's scheduler binds the pods that name it: AM pods, and any
 		// other pod placed by its queue and tier labels.
-		s.binder = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Logger: s.cfg.Logger,
-			OnPending: func() { s.allocator.Kick() }})
+		s.binder, err = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Workers: s.cfg.BindParallelism,
+			Informer: s.pods, Logger: s.cfg.Logger, OnPending: func() { s.allocator.Kick() }})
+		if err != nil {
+			return err
+		}
 		aopts := s.cfg.Allocator
 		aopts.Logger = s.cfg.Logger
 		aopts.Metrics = s.metrics
@@ -302,6 +313,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {
 		synced := make(chan struct{})
+		go s.pods.Run(ctx.Done())
 		go s.nodes.Run(ctx)
 		go s.reconcile(ctx, synced)
 		go s.binder.Run(ctx)

@@ -33,6 +33,10 @@ type Options struct {
 	// Workers is how many bindings are in flight at once (default 128):
 	// each waits on the API server, which takes many at once.
 	Workers int
+	// Informer, when set, is a shared informer of live pods of every
+	// scheduler (run by its owner), which the Binder indexes by scheduler
+	// name instead of opening a watch of its own. It must not have started.
+	Informer cache.SharedIndexInformer
 	// OnPending is called when a pod starts waiting for a node, so that a
 	// cycle can start without waiting for its timer.
 	OnPending func()
@@ -51,6 +55,7 @@ type Binder struct {
 	client   kubernetes.Interface
 	opts     Options
 	informer cache.SharedIndexInformer
+	own      bool // informer is the Binder's to run
 
 	mu sync.Mutex
 	// assumed are pods bound by this Binder that the watch has not shown
@@ -60,7 +65,7 @@ type Binder struct {
 }
 
 // New returns a Binder; Run starts its watch.
-func New(client kubernetes.Interface, opts Options) *Binder {
+func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 	if opts.SchedulerName == "" {
 		opts.SchedulerName = DefaultSchedulerName
 	}
@@ -70,31 +75,58 @@ func New(client kubernetes.Interface, opts Options) *Binder {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	// Only live pods of this scheduler: the API server filters, so the
-	// cache holds Weft's pods and nothing else. A pod that ends leaves the
-	// cache (the watch reports it deleted), which frees its capacity.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = "spec.schedulerName=" + opts.SchedulerName +
-				",status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
-		}))
-	b := &Binder{client: client, opts: opts, informer: factory.Core().V1().Pods().Informer(), assumed: map[types.UID]string{}}
-	_, _ = b.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { b.seen(obj) },
-		UpdateFunc: func(_, obj any) { b.seen(obj) },
-		DeleteFunc: func(obj any) {
+	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{}}
+	if b.informer == nil {
+		// Only live pods of this scheduler: the API server filters, so the
+		// cache holds Weft's pods and nothing else. A pod that ends leaves
+		// the cache (the watch reports it deleted), which frees its capacity.
+		b.own = true
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(opts.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = "spec.schedulerName=" + opts.SchedulerName +
+					",status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+			}))
+		b.informer = factory.Core().V1().Pods().Informer()
+	}
+	if err := b.informer.AddIndexers(cache.Indexers{bySchedulerName: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && (opts.Namespace == "" || p.Namespace == opts.Namespace) {
+			return []string{p.Spec.SchedulerName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("podbinder: index pods by scheduler: %w", err)
+	}
+	_, err := b.informer.AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if p, ok := obj.(*corev1.Pod); ok {
-				b.mu.Lock()
-				delete(b.assumed, p.UID)
-				b.mu.Unlock()
-			}
+			p, ok := obj.(*corev1.Pod)
+			return ok && p.Spec.SchedulerName == opts.SchedulerName
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { b.seen(obj) },
+			UpdateFunc: func(_, obj any) { b.seen(obj) },
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				if p, ok := obj.(*corev1.Pod); ok {
+					b.mu.Lock()
+					delete(b.assumed, p.UID)
+					b.mu.Unlock()
+				}
+			},
 		},
 	})
-	return b
+	if err != nil {
+		return nil, fmt.Errorf("podbinder: watch pods: %w", err)
+	}
+	return b, nil
 }
+
+// bySchedulerName indexes pods by spec.schedulerName.
+const bySchedulerName = "schedulerName"
 
 // seen drops an assumption the watch has caught up with, and reports a
 // pod that waits for a node.
@@ -114,8 +146,12 @@ func (b *Binder) seen(obj any) {
 	}
 }
 
-// Run watches until ctx ends.
-func (b *Binder) Run(ctx context.Context) { b.informer.Run(ctx.Done()) }
+// Run watches until ctx ends (a shared informer runs on its owner's call).
+func (b *Binder) Run(ctx context.Context) {
+	if b.own {
+		b.informer.Run(ctx.Done())
+	}
+}
 
 // WaitForSync waits until the watch has listed every pod once: before
 // that, a cycle would take bound pods' capacity for free.
@@ -128,7 +164,11 @@ func (b *Binder) WaitForSync(ctx context.Context) bool {
 // A pod being deleted before it was bound waits for nothing. The pods are
 // the cache's: callers must not modify them.
 func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
-	objs := b.informer.GetStore().List()
+	objs, err := b.informer.GetIndexer().ByIndex(bySchedulerName, b.opts.SchedulerName)
+	if err != nil {
+		b.opts.Logger.Error("pods by scheduler", "err", err)
+		return nil, nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, obj := range objs {

@@ -44,7 +44,7 @@ import (
 type options struct {
 	nodes, pods, rounds int
 	qps                 float64
-	burst               int
+	burst, parallelism  int
 	keep                bool
 	logs, only          string
 }
@@ -56,6 +56,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs both schedulers")
 	flag.Float64Var(&o.qps, "qps", 1000, "API client QPS of both schedulers")
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
+	flag.IntVar(&o.parallelism, "bind-parallelism", 128, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with this (kube-scheduler, weft, api-ceiling)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
@@ -165,7 +166,7 @@ leaderElection:
 			args: func(dir string) []string {
 				return []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--data-dir", dir,
 					"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0", "--webapp-address", "127.0.0.1:0",
-					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst)}
+					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst), "--bind-parallelism", fmt.Sprint(o.parallelism)}
 			}(filepath.Join(work, "weft-data"))},
 	}
 
@@ -179,7 +180,7 @@ leaderElection:
 		if err != nil {
 			return err
 		}
-		return parallel(ctx, o.pods, func(i int) error {
+		return parallel(ctx, o.pods, o.parallelism, func(i int) error {
 			err := cl.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
 				Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%04d", i%o.nodes)}}, metav1.CreateOptions{})
 			if ctx.Err() != nil {
@@ -338,7 +339,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 }
 
 func createNodes(ctx context.Context, client kubernetes.Interface, n int) error {
-	return parallel(ctx, n, func(i int) error {
+	return parallel(ctx, n, 64, func(i int) error {
 		name := fmt.Sprintf("kwok-node-%04d", i)
 		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 			corev1.ResourcePods: resource.MustParse("110")}
@@ -386,7 +387,7 @@ func waitNodesSchedulable(ctx context.Context, client kubernetes.Interface, n in
 }
 
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
-	return parallel(ctx, n, func(i int) error {
+	return parallel(ctx, n, 64, func(i int) error {
 		_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
 			Spec: corev1.PodSpec{
@@ -400,15 +401,16 @@ func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerN
 	})
 }
 
-// parallel runs fn for 0..n-1, 64 at a time, and returns the first error.
-func parallel(ctx context.Context, n int, fn func(int) error) error {
+// parallel runs fn for 0..n-1, width at a time, and returns the first
+// error.
+func parallel(ctx context.Context, n, width int, fn func(int) error) error {
 	var (
 		next     atomic.Int64
 		firstErr error
 		mu       sync.Mutex
 		wg       sync.WaitGroup
 	)
-	for range 64 {
+	for range width {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,0 +1,89 @@
+package podbinder
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func pod(name, scheduler, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{SchedulerName: scheduler, NodeName: node}}
+}
+
+// The Binder sees only its scheduler's pods, on its own watch or on a
+// shared one; a pod it bound counts as bound before the watch shows it
+// (or it would be placed twice); the binding goes to the API server as a
+// Binding of that pod's UID.
+func TestBinder(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "own watch", true: "shared informer"}[shared]
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset(pod("waiting", DefaultSchedulerName, ""), pod("placed", DefaultSchedulerName, "n1"),
+				pod("others", "default-scheduler", ""))
+			var bindings []*corev1.Binding
+			client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "binding" {
+					return false, nil, nil
+				}
+				bindings = append(bindings, a.(k8stesting.CreateAction).GetObject().(*corev1.Binding))
+				return true, nil, nil // the watch never shows it bound
+			})
+			opts := Options{}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if shared {
+				opts.Informer = informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
+			}
+			b, err := New(client, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shared {
+				go opts.Informer.Run(ctx.Done())
+			}
+			go b.Run(ctx)
+			waitCtx, done := context.WithTimeout(ctx, 10*time.Second)
+			defer done()
+			if !b.WaitForSync(waitCtx) {
+				t.Fatal("not synced")
+			}
+			pending, bound := b.Pods()
+			if len(pending) != 1 || pending[0].Name != "waiting" || len(bound) != 1 || bound[0].Name != "placed" {
+				t.Fatalf("pending %v, bound %v", names(pending), names(bound))
+			}
+			errs := b.Bind(ctx, []Binding{{Namespace: "ns", Name: "waiting", UID: "uid-waiting", Node: "n2"}})
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			if len(bindings) != 1 || bindings[0].Target.Name != "n2" || bindings[0].UID != "uid-waiting" {
+				t.Fatalf("bindings %+v", bindings)
+			}
+			pending, bound = b.Pods()
+			if len(pending) != 0 || len(bound) != 2 {
+				t.Fatalf("after binding: pending %v, bound %v", names(pending), names(bound))
+			}
+			for _, p := range bound {
+				if p.Name == "waiting" && p.Spec.NodeName != "n2" {
+					t.Fatalf("assumed on %q", p.Spec.NodeName)
+				}
+			}
+		})
+	}
+}
+
+func names(ps []*corev1.Pod) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
