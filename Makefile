@@ -49,6 +49,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rmfacade/...
 	$(GO) run ./test/bench/rmrpc
 	$(GO) run ./test/bench/mrjobs
+	$(GO) run ./test/bench/binding
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

@@ -30,7 +30,7 @@ type Options struct {
 	SchedulerName string
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
-	// Workers is how many bindings are in flight at once (default 128):
+	// Workers is how many bindings are in flight at once (default 256):
 	// each waits on the API server, which takes many at once.
 	Workers int
 	// Informer, when set, is a shared informer of live pods of every
@@ -70,7 +70,7 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 		opts.SchedulerName = DefaultSchedulerName
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 128
+		opts.Workers = 256
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

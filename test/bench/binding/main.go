@@ -56,7 +56,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs both schedulers")
 	flag.Float64Var(&o.qps, "qps", 1000, "API client QPS of both schedulers")
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
-	flag.IntVar(&o.parallelism, "bind-parallelism", 128, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
+	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with this (kube-scheduler, weft, api-ceiling)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
