@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&cfg.Launcher.SchedulerName, "scheduler-name", podbinder.DefaultSchedulerName, "Weft's scheduler: AM pods name it, and it binds every pod that does")
 	kubeQPS := flag.Float64("kube-api-qps", 50, "queries per second to the API server (as kube-scheduler's clientConnection.qps)")
 	kubeBurst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
+	flag.DurationVar(&cfg.NodeCooldown, "node-cooldown", 5*time.Minute, "how long a node takes no new containers after the online load grew into Weft's capacity there (0: never)")
 	flag.IntVar(&cfg.BindParallelism, "bind-parallelism", 256, "pod bindings in flight at once")
 	flag.StringVar(&cfg.NMKeySecret, "nm-key-secret", "", "namespace/name of the Secret with the NM master key (created when missing; with --kubeconfig)")
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")

@@ -249,7 +249,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		// What a node's other pods hold (Occupied) excludes Weft's own:
 		// AM and task containers, and the pods Weft's scheduler binds.
 		for _, n := range nodes {
-			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied)}); err != nil {
+			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied),
+				Cordoned: n.CooldownUntil > a.opts.Now().UnixMilli()}); err != nil {
 				return err
 			}
 		}

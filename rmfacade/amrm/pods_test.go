@@ -194,3 +194,25 @@ func TestPlainPodsScheduledByQueue(t *testing.T) {
 		t.Fatalf("preempted %v, want only one", pods.preempted)
 	}
 }
+
+// A node cooling down (the online load recently took capacity back) gets
+// no new containers until its cooldown ends.
+func TestNoContainersOnCoolingNode(t *testing.T) {
+	f := newQueueFixture(t)
+	n := *f.mgr.Snapshot().Node("node-a:8041")
+	n.CooldownUntil = f.clock.Now().Add(time.Minute).UnixMilli()
+	if err := f.mgr.PutNode(&n); err != nil {
+		t.Fatal(err)
+	}
+	_, a := f.am("a")
+	f.allocate(a, 1, 1024, 1)
+	f.cycle()
+	if got := len(f.allocate(a, 0, 0, 0).GetAllocatedContainers()); got != 0 {
+		t.Fatalf("%d containers on a cooling node", got)
+	}
+	f.clock.Add(2 * time.Minute)
+	f.cycle()
+	if got := len(f.allocate(a, 0, 0, 0).GetAllocatedContainers()); got != 1 {
+		t.Fatalf("%d containers after the cooldown, want 1", got)
+	}
+}

@@ -33,6 +33,9 @@ type Options struct {
 	ClusterID string
 	// SchedulerName is Weft's scheduler: the pods it binds are Weft's.
 	SchedulerName string
+	// Cooldown keeps new containers off a node for this long after its
+	// capacity fell below what Weft and others hold there (zero: never).
+	Cooldown time.Duration
 	// Pods, when set, is a shared informer of the cluster's live pods,
 	// run by its owner; by default the Syncer watches them itself.
 	Pods cache.SharedIndexInformer
@@ -179,19 +182,35 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	now := time.Now().UnixMilli()
 	live := map[string]bool{}
+	prev := s.mgr.Snapshot()
 	for _, n := range nodeList {
 		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
 		live[id] = true
-		st, health := records.NodeRunning, "Healthy"
-		if !ready(n) || n.Spec.Unschedulable || unavailable(n) {
-			st, health = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
-		}
-		err := s.mgr.PutNode(&records.Node{
+		alloc := s.allocatable(n)
+		rec := &records.Node{
 			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
-			State: st, Capability: s.capacity(s.allocatable(n)), Used: toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
-			NumContainers: count[n.Name], HealthReport: health, LastHealthUpdate: now,
-		})
-		if err != nil {
+			State: records.NodeRunning, HealthReport: "Healthy", Capability: s.capacity(alloc),
+			Used: toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
+			NumContainers: count[n.Name], LastHealthUpdate: now,
+		}
+		if p := prev.Node(id); p != nil {
+			rec.CooldownUntil = p.CooldownUntil
+		}
+		capBytes, capMilli := s.opts.Profile.Amounts(alloc)
+		held := sum{bytes: used[n.Name].bytes + occupied[n.Name].bytes, milli: used[n.Name].milli + occupied[n.Name].milli}
+		if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
+			// The reclaimable capacity fell below what Weft and the others
+			// hold: the online load took capacity back.
+			rec.CooldownUntil = now + s.opts.Cooldown.Milliseconds()
+		}
+		switch {
+		case !ready(n) || n.Spec.Unschedulable || unavailable(n):
+			rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
+		case rec.CooldownUntil > now:
+			rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
+				": the online load grew into the capacity Weft held"
+		}
+		if err := s.mgr.PutNode(rec); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -136,4 +138,27 @@ func syncOnce(t *testing.T, client *fake.Clientset, opts Options) *state.Snapsho
 		t.Fatal(err)
 	}
 	return mgr.Snapshot()
+}
+
+// A node whose capacity falls below what Weft and the others hold (the
+// online load took it back) cools down: RUNNING, but taking no new
+// containers until the cooldown ends; a node with room does not.
+func TestCooldown(t *testing.T) {
+	objs := []runtime.Object{
+		node("squeezed", true, nil), node("roomy", true, nil),
+		pod("online", "squeezed", "default-scheduler", nil, "6", "4Gi"),
+		pod("weft", "squeezed", "weft-scheduler", nil, "3", "4Gi"),
+		pod("online-2", "roomy", "default-scheduler", nil, "4", "4Gi"),
+		pod("weft-2", "roomy", "weft-scheduler", nil, "4", "4Gi"),
+	}
+	before := time.Now()
+	snap := syncOnce(t, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain,
+		NMPort: 8041, Cooldown: time.Minute})
+	sq := snap.Node("squeezed:8041")
+	if sq.State != records.NodeRunning || sq.CooldownUntil < before.Add(time.Minute).UnixMilli() || !strings.Contains(sq.HealthReport, "cooling down") {
+		t.Errorf("squeezed node %+v: want RUNNING, cooling down for a minute", sq)
+	}
+	if r := snap.Node("roomy:8041"); r.CooldownUntil != 0 {
+		t.Errorf("a node with room (exactly full) cools down: %+v", r)
+	}
 }

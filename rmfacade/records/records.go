@@ -199,10 +199,14 @@ type Node struct {
 	State       NodeState `json:"state"`
 	Capability  Resource  `json:"capability"`
 	Used        Resource  `json:"used"`
-	// Occupied is capacity held by pods the RM does not allocate (online
-	// services' pods, and AM pods, which the cluster's scheduler places):
-	// it only shrinks what is left for containers.
-	Occupied         Resource `json:"occupied,omitempty"`
+	// Occupied is capacity held by pods that are not Weft's (online
+	// services' pods, another RM's): it only shrinks what is left for
+	// containers.
+	Occupied Resource `json:"occupied,omitempty"`
+	// CooldownUntil (ms since the epoch), when in the future, keeps new
+	// containers off the node: the online load recently grew into what
+	// Weft held there, and may again.
+	CooldownUntil    int64    `json:"cooldownUntil,omitempty"`
 	NumContainers    int32    `json:"numContainers"`
 	HealthReport     string   `json:"healthReport,omitempty"`
 	LastHealthUpdate int64    `json:"lastHealthUpdate"`

@@ -61,6 +61,9 @@ type Config struct {
 	RM rm.Options
 	// Allocator tunes scheduling cycles (its Logger is Logger).
 	Allocator allocator.Options
+	// NodeCooldown keeps new containers off a node for this long after the
+	// online load grew into Weft's capacity there (nodesync.Options.Cooldown).
+	NodeCooldown time.Duration
 	// BindParallelism is how many pod bindings are in flight at once
 	// (default podbinder's).
 	BindParallelism int
@@ -242,7 +245,7 @@ func (s *Server) init() error {
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
 		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
-			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods}
+			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown}
 		if opts.Profile.CapacityFromCNR {
 			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
