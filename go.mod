@@ -16,6 +16,7 @@ require (
 	k8s.io/api v0.31.4
 	k8s.io/apimachinery v0.31.4
 	k8s.io/client-go v0.31.4
+	k8s.io/component-helpers v0.31.4
 	sigs.k8s.io/yaml v1.4.0
 )
 

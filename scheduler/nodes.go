@@ -2,14 +2,15 @@ package scheduler
 
 import "github.com/weft-sh/weft/quota"
 
-// selectNode returns the best node with room for r, or nil.
+// selectNode returns the best node with room for r among those allowed
+// (nil: all), or nil.
 //
 // Scoring looks at the fraction of each node's allocatable CPU and memory
 // left after placement; extended resources only filter. With NodesToScore
 // set the search stops after that many feasible nodes and the next search
 // starts after the last node examined, so consecutive pods spread over the
 // cluster instead of rescanning the same full nodes at the front.
-func (c *cycle) selectNode(r quota.Resource) *wnode {
+func (c *cycle) selectNode(r quota.Resource, allowed map[string]bool) *wnode {
 	n := len(c.nodes)
 	if n == 0 {
 		return nil
@@ -23,7 +24,7 @@ func (c *cycle) selectNode(r quota.Resource) *wnode {
 	i := 0
 	for ; i < n; i++ {
 		w := c.nodes[(start+i)%n]
-		if !r.Fits(w.free) {
+		if !r.Fits(w.free) || allowed != nil && !allowed[w.n.ID] {
 			continue
 		}
 		// Free fraction after placement, averaged over cpu and memory.

@@ -94,7 +94,7 @@ func (c *cycle) reclaimFor(q *wqueue, unit []*objects.Request) {
 	var preemptions []objects.Preemption
 	chosen := map[string]bool{}
 	for _, r := range unit {
-		w, victims := c.findVictims(q, r.Resource, chosen)
+		w, victims := c.findVictims(q, r.Resource, r.Nodes, chosen)
 		if w == nil {
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
@@ -132,8 +132,11 @@ func (c *cycle) chosen(id string) {
 // findVictims returns a node that can hold r once the returned victims
 // (possibly none) have exited. Capacity already being released is used
 // before any new victim; then low-tier victims only, then low and medium.
-func (c *cycle) findVictims(q *wqueue, r quota.Resource, pending map[string]bool) (*wnode, []*objects.Allocation) {
+func (c *cycle) findVictims(q *wqueue, r quota.Resource, allowed, pending map[string]bool) (*wnode, []*objects.Allocation) {
 	for _, w := range c.nodes {
+		if allowed != nil && !allowed[w.n.ID] {
+			continue
+		}
 		if r.Fits(w.free.Add(w.soon)) {
 			return w, nil
 		}
@@ -143,6 +146,9 @@ func (c *cycle) findVictims(q *wqueue, r quota.Resource, pending map[string]bool
 		var bestVictims []*objects.Allocation
 		bestWhole := false
 		for _, w := range c.nodes {
+			if allowed != nil && !allowed[w.n.ID] {
+				continue
+			}
 			if !r.Fits(w.n.Allocatable.Sub(w.n.NonWeftUsed)) {
 				continue // would not fit even on the empty node
 			}

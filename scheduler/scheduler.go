@@ -344,7 +344,7 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 	unit := objects.Unit{AppID: app.a.ID, Gang: true, Placements: make([]objects.Placement, 0, len(app.gang))}
 	placed := make([]*wnode, 0, len(app.gang))
 	for _, r := range app.gang {
-		n := c.selectNode(r.Resource)
+		n := c.selectNode(r.Resource, r.Nodes)
 		if n == nil {
 			for i, pn := range placed {
 				pn.free.AddInPlace(app.gang[i].Resource)
@@ -392,7 +392,7 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 			q.elastAt++
 			continue
 		}
-		n := c.selectNode(r.Resource)
+		n := c.selectNode(r.Resource, r.Nodes)
 		if n == nil {
 			if q.userCap != nil {
 				q.users[app.a.User] = q.users[app.a.User].Sub(r.Resource)

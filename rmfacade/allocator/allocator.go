@@ -62,6 +62,9 @@ type Options struct {
 	Profile translator.Profile
 	// ClusterID is this RM's name on its pods (translator.LabelRM).
 	ClusterID string
+	// Nodes, when set, gives the Kubernetes nodes, whose labels and taints
+	// decide where pods may go; without it every node takes every pod.
+	Nodes NodeSource
 }
 
 // askKey identifies one outstanding ask of an attempt, as YARN keys them:
@@ -245,6 +248,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 
 	pending := map[string]pendingRequest{}
 	var pods *podCycle
+	where := newConstraints(nodes, a.opts.Nodes)
 	err = st.Update(func(w *schedstate.Txn) error {
 		// What a node's other pods hold (Occupied) excludes Weft's own:
 		// AM and task containers, and the pods Weft's scheduler binds.
@@ -263,12 +267,12 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				continue
 			}
 			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
-			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending); err != nil {
+			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending, where); err != nil {
 				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
 			}
 		}
 		var err error
-		pods, err = a.addPods(w, snap, nodes)
+		pods, err = a.addPods(w, snap, nodes, where)
 		return err
 	})
 	if err != nil {
@@ -351,7 +355,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 
 // addAttempt puts one attempt's application, live containers and pending
 // asks into the scheduler's store.
-func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int, pending map[string]pendingRequest) error {
+func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int, pending map[string]pendingRequest,
+	where *constraints) error {
 	app := snap.Application(attempt.App)
 	if app == nil || (app.State != records.AppRunning && app.State != records.AppAccepted) || app.CurrentAttempt != attempt.ID {
 		return fmt.Errorf("not running")
@@ -403,7 +408,8 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 			tier := a.opts.Tiers.Tier(translator.Container{RequestPriority: k.Priority, WorkersBefore: workers}, app.Tags)
 			workers++
 			id := fmt.Sprintf("%s/%d/%d/%d", appID, k.Priority, k.AllocationRequestID, i)
-			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tierOf(string(tier)), Resource: toQuota(k.Resource)}); err != nil {
+			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tierOf(string(tier)), Resource: toQuota(k.Resource),
+				Nodes: where.forPod(containerPod)}); err != nil {
 				return err
 			}
 			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier), queue: q.Path}

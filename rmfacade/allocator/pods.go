@@ -68,7 +68,7 @@ type podCycle struct {
 // requests (an AM pod under its attempt, high tier), and placed pods that
 // are not this RM's YARN containers (those come from the RM's records) as
 // allocations.
-func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node) (*podCycle, error) {
+func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node, where *constraints) (*podCycle, error) {
 	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, hostToNode: map[string]string{}}
 	if a.opts.Pods == nil {
 		return pc, nil
@@ -105,7 +105,7 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 				continue // not an AM waiting for its attempt's container
 			}
 			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: objects.TierHigh,
-				Resource: toQuota(app.AMResource)}); err != nil {
+				Resource: toQuota(app.AMResource), Nodes: where.forPod(p)}); err != nil {
 				return nil, err
 			}
 			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: objects.TierHigh}
@@ -117,7 +117,7 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 			a.refuse(p, "FailedScheduling", err.Error())
 			continue
 		}
-		if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: appID, Tier: tier, Resource: a.podResource(p)}); err != nil {
+		if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: appID, Tier: tier, Resource: a.podResource(p), Nodes: where.forPod(p)}); err != nil {
 			return nil, err
 		}
 		pc.pending[podID(p)] = pendingPod{pod: p, tier: tier}

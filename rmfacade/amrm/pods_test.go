@@ -216,3 +216,53 @@ func TestNoContainersOnCoolingNode(t *testing.T) {
 		t.Fatalf("%d containers after the cooldown, want 1", got)
 	}
 }
+
+// fakeNodes are the Kubernetes nodes behind the RM's.
+type fakeNodes map[string]*corev1.Node
+
+func (f fakeNodes) KubeNode(name string) (*corev1.Node, bool) { n, ok := f[name]; return n, ok }
+
+// Pods go only where their node selector and tolerations allow, as under
+// kube-scheduler; YARN containers, which tolerate nothing, not onto a
+// tainted node.
+func TestPlacementConstraints(t *testing.T) {
+	pods := &fakePods{}
+	kube := fakeNodes{
+		"node-a": {ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"zone": "a"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}}},
+		"node-b": {ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"zone": "b"}}},
+	}
+	f := newQueueFixture(t, func(o *allocator.Options) { o.Pods, o.Profile, o.Nodes = pods, translator.Plain, kube })
+	if err := f.mgr.PutNode(&records.Node{ID: "node-b:8041", Host: "node-b", Port: 8041, HTTPAddress: "node-b:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	inA := map[string]string{allocator.LabelQueue: "a"}
+	untolerating := plainPod("zone-a", inA, 1, 512)
+	untolerating.Spec.NodeSelector = map[string]string{"zone": "a"}
+	tolerating := plainPod("zone-a-tolerating", inA, 1, 512)
+	tolerating.Spec.NodeSelector = map[string]string{"zone": "a"}
+	tolerating.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	anywhere := plainPod("anywhere", inA, 1, 512)
+	for _, p := range []*corev1.Pod{untolerating, tolerating, anywhere} {
+		pods.add(p)
+	}
+	attempt, a := f.am("a")
+	f.allocate(a, 2, 1024, 1)
+	f.cycle()
+	for name, want := range map[string]string{"zone-a": "", "zone-a-tolerating": "node-a", "anywhere": "node-b"} {
+		if got := pods.boundTo(name); got != want {
+			t.Errorf("pod %s bound to %q, want %q", name, got, want)
+		}
+	}
+	f.allocate(a, 0, 0, 0)
+	cs := f.mgr.Snapshot().ContainersOfAttempt(attempt)
+	if len(cs) != 2 {
+		t.Fatalf("%d containers granted, want 2", len(cs))
+	}
+	for _, c := range cs {
+		if c.Node != "node-b:8041" {
+			t.Errorf("container %s on %s, want the untainted node-b", c.ID, c.Node)
+		}
+	}
+}

@@ -74,6 +74,12 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) *Syncer {
 	return s
 }
 
+// KubeNode returns the Kubernetes node of a name, as last seen.
+func (s *Syncer) KubeNode(name string) (*corev1.Node, bool) {
+	n, err := s.nodes.Get(name)
+	return n, err == nil
+}
+
 // LivePods is an informer of every pod that has not ended, in all
 // namespaces: the API server filters out the ended ones.
 func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {

@@ -263,7 +263,7 @@ func (s *Server) init() error {
 		aopts.Logger = s.cfg.Logger
 		aopts.Metrics = s.metrics
 		aopts.Quotas = s.quotas
-		aopts.Pods, aopts.Profile, aopts.ClusterID = s.binder, opts.Profile, opts.ClusterID
+		aopts.Pods, aopts.Profile, aopts.ClusterID, aopts.Nodes = s.binder, opts.Profile, opts.ClusterID, s.nodes
 		s.allocator = allocator.New(s.Manager, aopts)
 		amOpts.Allocator = s.allocator
 	}

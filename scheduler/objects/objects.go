@@ -100,6 +100,11 @@ type Request struct {
 	Queue    string // copied from the application for the queue/tier index
 	Tier     Tier
 	Resource quota.Resource
+	// Nodes, when set, are the only nodes the request may go to: what its
+	// pod's node selector, affinity and tolerations allow, evaluated by
+	// the shim, which knows Kubernetes. Nil allows every node. Shared and
+	// read-only, like the rest of the object.
+	Nodes map[string]bool
 	// CreateIndex orders requests of one application and tier.
 	CreateIndex uint64
 }

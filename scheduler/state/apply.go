@@ -128,6 +128,9 @@ func (a *applier) unit(u objects.Unit) string {
 		if n.Cordoned {
 			return fmt.Sprintf("node %s cordoned", pl.NodeID)
 		}
+		if r.Nodes != nil && !r.Nodes[pl.NodeID] {
+			return fmt.Sprintf("request %s may not go to node %s", r.ID, pl.NodeID)
+		}
 		add := nodeAdd[pl.NodeID].Add(r.Resource)
 		if !add.Fits(n.Free()) {
 			return fmt.Sprintf("node %s has no room for %s", pl.NodeID, r.ID)
