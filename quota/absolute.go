@@ -21,7 +21,7 @@ func QuotasFromQueues(queues []*records.Queue, cluster Resource) []QueueQuota {
 			f = frac[parent] * float64(q.Capacity) / 100
 		}
 		frac[q.Path] = f
-		qq := QueueQuota{Path: q.Path, Guaranteed: scale(cluster, f)}
+		qq := QueueQuota{Path: q.Path, Guaranteed: scale(cluster, f), UserLimitPercent: q.UserLimitPercent}
 		if q.MaxCapacity > 0 && q.MaxCapacity < 100 {
 			parentFrac := 1.0
 			if parent, ok := parentPath(q.Path); ok {

@@ -21,7 +21,7 @@ func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
 	var out []QueueConfig
 	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32) {
 		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
-			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL})
+			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL, UserLimitPercent: ptrOr(q.Spec.UserLimitPercent)})
 	})
 	if err != nil {
 		return nil, err
@@ -125,9 +125,7 @@ func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int
 	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, _, _ float32) {
 		guaranteed, maximum, _ := Effective(q.Spec, now)
 		qq := QueueQuota{Path: path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
-		if ul := q.Spec.UserLimitPercent; ul != nil {
-			qq.UserLimitPercent = *ul
-		}
+		qq.UserLimitPercent = ptrOr(q.Spec.UserLimitPercent)
 		if len(maximum) > 0 {
 			m := fromResourceList(maximum, milliCPUPerVCore)
 			qq.Max = &m
@@ -155,4 +153,13 @@ func fromResourceList(l corev1.ResourceList, milliCPUPerVCore int64) Resource {
 		}
 	}
 	return r
+}
+
+// ptrOr is *p, or zero for nil.
+func ptrOr[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -17,6 +17,8 @@ type QueueConfig struct {
 	State       string  `json:"state,omitempty"`
 	SubmitACL   string  `json:"submitACL,omitempty"`
 	AdminACL    string  `json:"adminACL,omitempty"`
+	// UserLimitPercent caps one user's share of a leaf (QueueQuota's).
+	UserLimitPercent int32 `json:"userLimitPercent,omitempty"`
 }
 
 // DefaultQueues is YARN's out-of-the-box tree: root with one leaf,
@@ -49,7 +51,7 @@ func NewTree(configs []QueueConfig) (*Tree, error) {
 			return nil, fmt.Errorf("quota: queue %q configured twice", c.Path)
 		}
 		q := &records.Queue{Path: c.Path, Name: c.Path[strings.LastIndexByte(c.Path, '.')+1:], Capacity: c.Capacity,
-			MaxCapacity: c.MaxCapacity, State: c.State, SubmitACL: c.SubmitACL, AdminACL: c.AdminACL}
+			MaxCapacity: c.MaxCapacity, State: c.State, SubmitACL: c.SubmitACL, AdminACL: c.AdminACL, UserLimitPercent: c.UserLimitPercent}
 		if q.MaxCapacity == 0 {
 			q.MaxCapacity = 100
 		}

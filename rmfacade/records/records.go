@@ -232,6 +232,8 @@ type Queue struct {
 	// SubmitACL and AdminACL are YARN ACL strings ("*", "user1,user2 group1", " ").
 	SubmitACL string `json:"submitACL"`
 	AdminACL  string `json:"adminACL"`
+	// UserLimitPercent caps one user's share of a leaf (0: no cap).
+	UserLimitPercent int32 `json:"userLimitPercent,omitempty"`
 }
 
 // Leaf reports whether applications can be submitted to the queue.

@@ -198,6 +198,9 @@ func (h *handler) queueInfo(snap *state.Snapshot, q *records.Queue, parentAbs fl
 	}
 	leaf := &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
 		IntraQueuePreemptionDisabled: true}
+	if q.UserLimitPercent > 0 {
+		leaf.UserLimit = dao.Float32(q.UserLimitPercent)
+	}
 	for _, a := range snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
 		if a.State.Terminal() {
 			continue

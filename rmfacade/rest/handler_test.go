@@ -26,7 +26,7 @@ func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, err := quota.NewTree(append(quota.DefaultQueues, quota.QueueConfig{Path: "root.batch", Capacity: 0}))
+	tree, err := quota.NewTree(append(quota.DefaultQueues, quota.QueueConfig{Path: "root.batch", Capacity: 0, UserLimitPercent: 25}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,8 @@ func TestRESTCluster(t *testing.T) {
 			"clusterMetrics.activeNodes": "1", "clusterMetrics.totalMB": "8192", "clusterMetrics.appsSubmitted": "0"}},
 		{name: "scheduler", method: "GET", path: "/ws/v1/cluster/scheduler", wantStatus: 200, wantJSON: map[string]string{
 			"scheduler.schedulerInfo.type": "capacityScheduler", "scheduler.schedulerInfo.queueName": "root",
-			"scheduler.schedulerInfo.queues.queue.0.queuePath": "root.default", "scheduler.schedulerInfo.queues.queue.1.queueName": "batch"}},
+			"scheduler.schedulerInfo.queues.queue.0.queuePath": "root.default", "scheduler.schedulerInfo.queues.queue.1.queueName": "batch",
+			"scheduler.schedulerInfo.queues.queue.0.userLimit": "100", "scheduler.schedulerInfo.queues.queue.1.userLimit": "25"}},
 		{name: "scheduler xml", method: "GET", path: "/ws/v1/cluster/scheduler", accept: "application/xml", wantStatus: 200, wantText: []string{"<scheduler><schedulerInfo"}},
 		{name: "empty apps", method: "GET", path: "/ws/v1/cluster/apps", wantStatus: 200, wantText: []string{`{"apps":{}}`}},
 		{name: "nodes", method: "GET", path: "/ws/v1/cluster/nodes", wantStatus: 200, wantJSON: map[string]string{
