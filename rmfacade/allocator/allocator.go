@@ -322,6 +322,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		}
 	}
 	decided := time.Now()
+	a.metrics.decision.Observe(decided.Sub(began).Seconds())
 	granted := a.bindPods(ctx, snap, pods, podPlacements)
 	for attempt, gs := range grants {
 		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)

@@ -18,6 +18,8 @@ type metrics struct {
 	granted       *prometheus.CounterVec
 	preempted     *prometheus.CounterVec
 	cycle         prometheus.Histogram
+	decision      prometheus.Histogram
+	bound         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,10 +34,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		preempted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "weft", Name: "preemptions_total",
 			Help: "Containers chosen as preemption victims, by the victim's tier and queue."}, []string{"tier", "queue"}),
 		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "weft", Name: "scheduling_cycle_seconds",
-			Help: "Time of one allocation cycle: building the view, deciding, applying the plan.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+			Help: "Time of one allocation cycle: building the view, deciding, applying the plan, granting and binding.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "weft", Name: "scheduling_decision_seconds",
+			Help: "Time from a cycle's start to its plan applied: building the view and deciding, before grants and bindings.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		bound: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "weft", Name: "pod_bindings_total",
+			Help: "Pods Weft's scheduler bound through the API server, by result (bound, failed)."}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queueResource, m.pending, m.granted, m.preempted, m.cycle)
+		reg.MustRegister(m.queueResource, m.pending, m.granted, m.preempted, m.cycle, m.decision, m.bound)
 	}
 	return m
 }

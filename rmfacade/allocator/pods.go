@@ -208,9 +208,11 @@ func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pc *podC
 	bound := 0
 	for i, err := range a.opts.Pods.Bind(ctx, bindings) {
 		if err != nil {
+			a.metrics.bound.WithLabelValues("failed").Inc()
 			a.opts.Logger.Warn("binding failed", "err", err)
 			continue
 		}
+		a.metrics.bound.WithLabelValues("bound").Inc()
 		bound++
 		a.metrics.granted.WithLabelValues(placed[i].tier.String()).Inc()
 		if am := placed[i].am; am != nil {

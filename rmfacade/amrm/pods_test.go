@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,6 +194,13 @@ func TestPlainPodsScheduledByQueue(t *testing.T) {
 	}
 	if len(pods.preempted) != 1 {
 		t.Fatalf("preempted %v, want only one", pods.preempted)
+	}
+	if err := testutil.GatherAndCompare(f.metrics, strings.NewReader(`
+# HELP weft_pod_bindings_total Pods Weft's scheduler bound through the API server, by result (bound, failed).
+# TYPE weft_pod_bindings_total counter
+weft_pod_bindings_total{result="bound"} 5
+`), "weft_pod_bindings_total"); err != nil {
+		t.Error(err)
 	}
 }
 
