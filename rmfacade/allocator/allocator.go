@@ -278,6 +278,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	a.tellRefused(pods)
 	waiting := map[string]int{}
 	for _, p := range pending {
 		waiting[p.queue]++

@@ -62,6 +62,14 @@ type podCycle struct {
 	bound map[string]*corev1.Pod
 	// hostToNode maps Kubernetes node names to RM node ids.
 	hostToNode map[string]string
+	// refusals are pods to tell why they are not scheduled, once the
+	// store's write is over (it must not wait on the API server).
+	refusals []refusal
+}
+
+type refusal struct {
+	pod             *corev1.Pod
+	reason, message string
 }
 
 // addPods puts Weft's pods into the scheduler's store: waiting pods as
@@ -87,6 +95,11 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 		}
 		appID, tier, err := a.podApp(w, p)
 		if err != nil {
+			// Placed, but no longer in a queue (its queue was removed):
+			// it still holds the node's capacity, as others' pods do.
+			if err := a.chargeOthers(w, node, a.podResource(p)); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err := w.AddAllocation(&objects.Allocation{ID: podID(p), AppID: appID, NodeID: node, Tier: tier,
@@ -114,7 +127,7 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 		waiting[p.UID] = true
 		appID, tier, err := a.podApp(w, p)
 		if err != nil {
-			a.refuse(p, "FailedScheduling", err.Error())
+			pc.refusals = append(pc.refusals, refusal{pod: p, reason: "FailedScheduling", message: err.Error()})
 			continue
 		}
 		if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: appID, Tier: tier, Resource: a.podResource(p), Nodes: where.forPod(p)}); err != nil {
@@ -130,6 +143,13 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 	}
 	a.refusedMu.Unlock()
 	return pc, nil
+}
+
+// chargeOthers counts r among what others hold on a node.
+func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resource) error {
+	n := *w.Node(node)
+	n.NonWeftUsed = n.NonWeftUsed.Add(r)
+	return w.UpsertNode(&n)
 }
 
 // isRMContainer tells this RM's YARN containers, whose records are the RM's.
@@ -225,6 +245,13 @@ func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pc *podC
 	}
 	a.opts.Logger.Debug("bound pods", "count", bound, "of", len(bindings))
 	return bound
+}
+
+// tellRefused tells each refused pod, once, why it is not scheduled.
+func (a *Allocator) tellRefused(pc *podCycle) {
+	for _, r := range pc.refusals {
+		a.refuse(r.pod, r.reason, r.message)
+	}
 }
 
 // refuse tells a pod once why it is not scheduled.
