@@ -274,3 +274,18 @@ func TestPlacementConstraints(t *testing.T) {
 		}
 	}
 }
+
+// A pod Weft placed whose queue no longer exists still holds its node's
+// capacity: nothing is placed into it.
+func TestOrphanPodHoldsCapacity(t *testing.T) {
+	pods := &fakePods{}
+	f := newQueueFixture(t, func(o *allocator.Options) { o.Pods, o.Profile = pods, translator.Plain })
+	orphan := plainPod("orphan", map[string]string{allocator.LabelQueue: "root.gone"}, 6, 1024)
+	orphan.Spec.NodeName = "node-a"
+	pods.add(orphan)
+	pods.add(plainPod("newcomer", map[string]string{allocator.LabelQueue: "a"}, 4, 1024))
+	f.cycle()
+	if node := pods.boundTo("newcomer"); node != "" {
+		t.Fatalf("a 4-vcore pod bound to %s beside 6 of 8 vcores held", node)
+	}
+}
