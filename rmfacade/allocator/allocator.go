@@ -324,7 +324,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	decided := time.Now()
 	a.metrics.decision.Observe(decided.Sub(began).Seconds())
-	granted := a.bindPods(ctx, snap, pods, podPlacements)
+	// AMs wait on their allocate calls for these: grants before bindings.
+	granted := 0
 	for attempt, gs := range grants {
 		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)
 		if err != nil {
@@ -345,6 +346,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		}
 		a.mu.Unlock()
 	}
+	granted += a.bindPods(ctx, snap, pods, podPlacements)
 	if granted > 0 {
 		a.opts.Logger.Info("granted containers", "count", granted, "pending", len(pending)+len(pods.pending),
 			"build", built.Sub(began).Round(time.Millisecond), "decide", decided.Sub(built).Round(time.Millisecond),

@@ -22,7 +22,11 @@ import (
 // those a plan places.
 type PodSource interface {
 	Pods() (pending, bound []*corev1.Pod)
+	// Bind binds and waits; BindAsync reports the pods bound at once and
+	// calls done with the outcome. Both count a pod as bound (Pods) from
+	// the call on, until its binding fails.
 	Bind(ctx context.Context, bindings []podbinder.Binding) []error
+	BindAsync(ctx context.Context, bindings []podbinder.Binding, done func([]error))
 	// Event tells a pod why it waits.
 	Event(ctx context.Context, pod *corev1.Pod, reason, message string)
 	// Preempt deletes a victim that is not a YARN container; its advance
@@ -202,49 +206,66 @@ func (a *Allocator) podResource(p *corev1.Pod) quota.Resource {
 	return toQuota(records.Resource{MemoryMB: (bytes + 1<<20 - 1) >> 20, VCores: int32((milli + vcore - 1) / vcore)})
 }
 
-// bindPods binds the pods a plan placed, all at once, and records each
-// placed AM pod as its attempt's AM container (YARN's RM allocates the
-// AM container before its launcher starts it). It returns how many it
-// bound.
+// bindPods binds the pods a plan placed. AM pods are bound before it
+// returns and each recorded as its attempt's AM container (YARN's RM
+// allocates the AM container before its launcher starts it); the others
+// are bound in the background, counted as placed meanwhile, so a burst of
+// thousands does not hold up the next cycle's grants. It returns how many
+// pods it bound or set binding.
 func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pc *podCycle, placements []objects.Placement) int {
-	var (
-		bindings []podbinder.Binding
-		placed   []pendingPod
-		nodes    []*records.Node
-	)
+	var ams, others []podbinder.Binding
+	var amPods, otherPods []pendingPod
+	var amNodes []*records.Node
 	for _, pl := range placements {
 		pp, ok := pc.pending[pl.RequestID]
 		n := snap.Node(pl.NodeID)
 		if !ok || n == nil {
 			continue
 		}
-		bindings = append(bindings, podbinder.Binding{Namespace: pp.pod.Namespace, Name: pp.pod.Name, UID: pp.pod.UID, Node: n.Host})
-		placed = append(placed, pp)
-		nodes = append(nodes, n)
-	}
-	if len(bindings) == 0 {
-		return 0
-	}
-	bound := 0
-	for i, err := range a.opts.Pods.Bind(ctx, bindings) {
-		if err != nil {
-			a.metrics.bound.WithLabelValues("failed").Inc()
-			a.opts.Logger.Warn("binding failed", "err", err)
-			continue
+		b := podbinder.Binding{Namespace: pp.pod.Namespace, Name: pp.pod.Name, UID: pp.pod.UID, Node: n.Host}
+		if pp.am != nil {
+			ams, amPods, amNodes = append(ams, b), append(amPods, pp), append(amNodes, n)
+		} else {
+			others, otherPods = append(others, b), append(otherPods, pp)
 		}
-		a.metrics.bound.WithLabelValues("bound").Inc()
-		bound++
-		a.metrics.granted.WithLabelValues(placed[i].tier.String()).Inc()
-		if am := placed[i].am; am != nil {
+	}
+	if len(ams) > 0 {
+		for i, err := range a.opts.Pods.Bind(ctx, ams) {
+			if !a.bound(amPods[i], err) {
+				continue
+			}
+			am := amPods[i].am
 			app := snap.Application(am.Attempt.App)
-			if err := a.mgr.AMContainerPlaced(ctx, *am, nodes[i].ID, nodes[i].HTTPAddress, app.AMResource); err != nil {
+			if err := a.mgr.AMContainerPlaced(ctx, *am, amNodes[i].ID, amNodes[i].HTTPAddress, app.AMResource); err != nil {
 				// The launcher reads the bound pod back and records it.
 				a.opts.Logger.Warn("recording the AM container", "container", am.String(), "err", err)
 			}
 		}
 	}
-	a.opts.Logger.Debug("bound pods", "count", bound, "of", len(bindings))
-	return bound
+	if len(others) > 0 {
+		a.opts.Pods.BindAsync(ctx, others, func(errs []error) {
+			n := 0
+			for i, err := range errs {
+				if a.bound(otherPods[i], err) {
+					n++
+				}
+			}
+			a.opts.Logger.Debug("bound pods", "count", n, "of", len(others))
+		})
+	}
+	return len(ams) + len(others)
+}
+
+// bound counts a binding's outcome.
+func (a *Allocator) bound(pp pendingPod, err error) bool {
+	if err != nil {
+		a.metrics.bound.WithLabelValues("failed").Inc()
+		a.opts.Logger.Warn("binding failed", "err", err)
+		return false
+	}
+	a.metrics.bound.WithLabelValues("bound").Inc()
+	a.metrics.granted.WithLabelValues(pp.tier.String()).Inc()
+	return true
 }
 
 // tellRefused tells each refused pod, once, why it is not scheduled.

@@ -65,6 +65,10 @@ func (f *fakePods) Bind(_ context.Context, bs []podbinder.Binding) []error {
 	return make([]error, len(bs))
 }
 
+func (f *fakePods) BindAsync(ctx context.Context, bs []podbinder.Binding, done func([]error)) {
+	done(f.Bind(ctx, bs))
+}
+
 func (f *fakePods) Event(_ context.Context, p *corev1.Pod, reason, message string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

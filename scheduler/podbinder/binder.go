@@ -58,10 +58,12 @@ type Binder struct {
 	own      bool // informer is the Binder's to run
 
 	mu sync.Mutex
-	// assumed are pods bound by this Binder that the watch has not shown
-	// bound yet, with their node: a cycle must see them as placed, or it
-	// would place them again (kube-scheduler's assume cache).
+	// assumed are pods being bound, or bound, by this Binder that the watch
+	// has not shown bound yet, with their node: a cycle must see them as
+	// placed, or it would place them again (kube-scheduler's assume cache).
 	assumed map[types.UID]string
+	// inflight holds a token per binding in flight.
+	inflight chan struct{}
 }
 
 // New returns a Binder; Run starts its watch.
@@ -75,7 +77,8 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{}}
+	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{},
+		inflight: make(chan struct{}, opts.Workers)}
 	if b.informer == nil {
 		// Only live pods of this scheduler: the API server filters, so the
 		// cache holds Weft's pods and nothing else. A pod that ends leaves
@@ -190,31 +193,63 @@ func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
 	return pending, bound
 }
 
-// Bind binds pods to nodes, Workers at a time, and returns one error (or
-// nil) per binding, in order. A pod bound here is reported bound by Pods
-// from then on.
+// Bind binds pods to nodes and returns one error (or nil) per binding, in
+// order, once all are done. At most Workers bindings are in flight at once,
+// across all calls. A pod is reported bound by Pods from the call on (a
+// failed binding makes it pending again), so that no cycle places it twice.
 func (b *Binder) Bind(ctx context.Context, bindings []Binding) []error {
+	b.assume(bindings)
+	return b.bind(ctx, bindings)
+}
+
+// BindAsync is Bind without waiting: the pods are reported bound when it
+// returns, and done receives the errors once the API server has answered.
+func (b *Binder) BindAsync(ctx context.Context, bindings []Binding, done func([]error)) {
+	b.assume(bindings)
+	go func() { done(b.bind(ctx, bindings)) }()
+}
+
+func (b *Binder) assume(bindings []Binding) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, bd := range bindings {
+		b.assumed[bd.UID] = bd.Node
+	}
+}
+
+func (b *Binder) bind(ctx context.Context, bindings []Binding) []error {
 	errs := make([]error, len(bindings))
-	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(b.opts.Workers, len(bindings)) {
+	for i, bd := range bindings {
+		select {
+		case b.inflight <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			b.forget(bd)
+			continue
+		}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = b.bind(ctx, bindings[i])
+			defer func() { <-b.inflight; wg.Done() }()
+			if errs[i] = b.bindOne(ctx, bd); errs[i] != nil {
+				b.forget(bd)
 			}
 		}()
 	}
-	for i := range bindings {
-		work <- i
-	}
-	close(work)
 	wg.Wait()
 	return errs
 }
 
-func (b *Binder) bind(ctx context.Context, bd Binding) error {
+// forget drops the assumption of a binding that failed.
+func (b *Binder) forget(bd Binding) {
+	b.mu.Lock()
+	if b.assumed[bd.UID] == bd.Node {
+		delete(b.assumed, bd.UID)
+	}
+	b.mu.Unlock()
+}
+
+func (b *Binder) bindOne(ctx context.Context, bd Binding) error {
 	err := b.client.CoreV1().Pods(bd.Namespace).Bind(ctx, &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: bd.Namespace, Name: bd.Name, UID: bd.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: bd.Node},
@@ -222,9 +257,6 @@ func (b *Binder) bind(ctx context.Context, bd Binding) error {
 	if err != nil {
 		return fmt.Errorf("bind pod %s/%s to %s: %w", bd.Namespace, bd.Name, bd.Node, err)
 	}
-	b.mu.Lock()
-	b.assumed[bd.UID] = bd.Node
-	b.mu.Unlock()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package podbinder
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,4 +87,40 @@ func names(ps []*corev1.Pod) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// A pod is counted as bound from the moment its binding starts (no cycle
+// may place it again meanwhile) and pending again when the binding fails.
+func TestBindAsyncFailure(t *testing.T) {
+	client := fake.NewClientset(pod("waiting", DefaultSchedulerName, ""))
+	release := make(chan struct{})
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		<-release
+		return true, nil, fmt.Errorf("node n2 is gone")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := New(client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Run(ctx)
+	if !b.WaitForSync(ctx) {
+		t.Fatal("not synced")
+	}
+	done := make(chan []error, 1)
+	b.BindAsync(ctx, []Binding{{Namespace: "ns", Name: "waiting", UID: "uid-waiting", Node: "n2"}}, func(errs []error) { done <- errs })
+	if pending, bound := b.Pods(); len(pending) != 0 || len(bound) != 1 {
+		t.Fatalf("while binding: pending %v, bound %v", names(pending), names(bound))
+	}
+	close(release)
+	if errs := <-done; errs[0] == nil {
+		t.Fatal("binding did not fail")
+	}
+	if pending, bound := b.Pods(); len(pending) != 1 || len(bound) != 0 {
+		t.Fatalf("after the failure: pending %v, bound %v", names(pending), names(bound))
+	}
 }
