@@ -9,6 +9,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
@@ -31,8 +33,15 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	dir, err := os.MkdirTemp("", "weft-e2e-bin-")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(BuildBinaries(ctx, dir)).To(Succeed())
-	_, err = kube.Up(ctx)
+	cluster, err := kube.Up(ctx)
 	Expect(err).NotTo(HaveOccurred())
+	// Weft left deployed by `make run` (the cluster keeps its state) would
+	// schedule, and clean up, the suites' pods as its own.
+	apps := cluster.Client.AppsV1()
+	err = apps.Deployments("weft-system").Delete(ctx, "weft-rm", metav1.DeleteOptions{})
+	Expect(ignoreNotFound(err)).To(Succeed())
+	err = apps.DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{})
+	Expect(ignoreNotFound(err)).To(Succeed())
 	Expect(BuildWeftImage(ctx)).To(Succeed())
 	Expect(kube.Down(ctx)).To(Succeed())
 	for _, v := range hadoop.Versions {
@@ -70,4 +79,11 @@ func startRM(ctx context.Context, args ...string) *RM {
 		}
 	})
 	return r
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
