@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
+	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -314,4 +316,50 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			g.Expect(root.PendingApplications).To(BeNumerically(">=", 2))
 		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
+
+	It("reads a node's reclaimable capacity from Katalyst's CustomNodeResource (katalyst-api's own CRD)", func(ctx SpecContext) {
+		crd, err := kube.KatalystCNRCRD(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cluster.Apply(ctx, crd)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_, _ = cluster.Kubectl(ctx, "delete", "crd", "customnoderesources.node.katalyst.kubewharf.io", "--wait=false")
+		})
+		nodes, err := cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nodes.Items).NotTo(BeEmpty())
+		dyn, err := dynamic.NewForConfig(cluster.Config)
+		Expect(err).NotTo(HaveOccurred())
+		cnrs := dyn.Resource(nodesync.CNRResource)
+		cnr := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "node.katalyst.kubewharf.io/v1alpha1", "kind": "CustomNodeResource",
+			"metadata": map[string]any{"name": nodes.Items[0].Name},
+		}}
+		// The API appears once the CRD is established.
+		Eventually(func() error {
+			created, err := cnrs.Create(ctx, cnr, metav1.CreateOptions{})
+			if err == nil {
+				cnr = created
+			}
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		// As Katalyst's agent reports it: what the online pods leave.
+		cnr.Object["status"] = map[string]any{"topologyPolicy": "none", "resources": map[string]any{"allocatable": map[string]any{
+			"resource.katalyst.kubewharf.io/reclaimed_millicpu": "6k", "resource.katalyst.kubewharf.io/reclaimed_memory": "12Gi"}}}
+		_, err = cnrs.UpdateStatus(ctx, cnr, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--profile", "katalyst")
+		Eventually(func(g Gomega) {
+			var m struct {
+				ClusterMetrics struct{ TotalMB, TotalVirtualCores int64 }
+			}
+			resp, err := http.Get("http://" + rm.WebAddr + "/ws/v1/cluster/metrics")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			g.Expect(json.NewDecoder(resp.Body).Decode(&m)).To(Succeed())
+			g.Expect(m.ClusterMetrics.TotalVirtualCores).To(Equal(int64(6)))
+			g.Expect(m.ClusterMetrics.TotalMB).To(Equal(int64(12 << 10)))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(3*time.Minute))
 })
