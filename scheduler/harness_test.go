@@ -59,13 +59,14 @@ type job struct {
 	minMembers     int
 	high, med, low int
 	each           quota.Resource
+	reserve        quota.Resource
 }
 
 func (h *harness) submit(j job) {
 	h.t.Helper()
 	h.seq++
 	h.update(func(w *state.Txn) error {
-		if err := w.UpsertApplication(&objects.Application{ID: j.id, Queue: j.queue, User: j.user, Priority: j.priority,
+		if err := w.UpsertApplication(&objects.Application{ID: j.id, Queue: j.queue, User: j.user, Priority: j.priority, Reserve: j.reserve,
 			MinMembers: j.minMembers, Submitted: time.Unix(int64(h.seq), 0)}); err != nil {
 			return err
 		}

@@ -86,6 +86,9 @@ type cycle struct {
 	leafs []*wqueue
 	// capacity is what the cluster offers Weft this cycle.
 	capacity quota.Resource
+	// reserve is what each application with a declared maximum may still
+	// take of the quota held for it (objects.Application.Reserve).
+	reserve map[string]quota.Resource
 	// victims are allocations this cycle's preemptions already chose.
 	victims map[string]bool
 }
@@ -109,6 +112,9 @@ type wqueue struct {
 	// reclaim is what victims may still be taken from: usage (with this
 	// cycle's placements) minus victims releasing or chosen.
 	reclaim quota.Resource
+	// reserved is quota held for declared maxima of applications in the
+	// subtree, less what they placed this cycle.
+	reserved quota.Resource
 	// Leaves with a user limit only: the most one user may hold, and what
 	// each user holds (with this cycle's placements), loaded lazily.
 	userCap *quota.Resource
@@ -171,6 +177,18 @@ func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
 	for p, sh := range c.h.FairShares(capacity, loads) {
 		c.queue[p].fair = sh.FairShare
 	}
+	c.reserve = map[string]quota.Resource{}
+	for _, leaf := range c.leafs {
+		for _, a := range snap.ApplicationsInQueue(leaf.path) {
+			if a.Reserve.IsZero() {
+				continue
+			}
+			c.reserve[a.ID] = a.Reserve
+			for cur := leaf; cur != nil; cur = cur.parent {
+				cur.reserved.AddInPlace(a.Reserve)
+			}
+		}
+	}
 	return c
 }
 
@@ -182,6 +200,44 @@ func (q *wqueue) deficit() float64 {
 		return math.Inf(1)
 	}
 	return d
+}
+
+// fitsQuotaFor reports whether app may add r in its leaf q: within max in
+// q and every ancestor (the root within the cluster), leaving the quota
+// held for other applications' declared maxima.
+func (c *cycle) fitsQuotaFor(q *wqueue, app string, r quota.Resource) bool {
+	own := c.reserve[app]
+	for cur := q; cur != nil; cur = cur.parent {
+		others := cur.reserved.Sub(own).NonNegative()
+		limit := cur.quota.Max
+		if limit == nil && cur.parent == nil && !others.IsZero() {
+			// The cluster bounds the root: what is held for others there
+			// is not this job's, even where no queue sets a max. (Without
+			// holds, a full cluster is left to node fit, so that
+			// preemption can see the job blocked.)
+			limit = &c.capacity
+		}
+		if limit == nil {
+			continue
+		}
+		if !cur.used.Add(r).Add(others).FitsLimit(limit) {
+			return false
+		}
+	}
+	return true
+}
+
+// useReserve charges app's placement of r against the quota held for it.
+func (c *cycle) useReserve(q *wqueue, app string, r quota.Resource) {
+	own, ok := c.reserve[app]
+	if !ok {
+		return
+	}
+	take := own.Min(r).NonNegative()
+	c.reserve[app] = own.Sub(take)
+	for cur := q; cur != nil; cur = cur.parent {
+		cur.reserved.SubInPlace(take)
+	}
 }
 
 // fitsQuota reports whether adding r keeps q and every ancestor within max.
@@ -338,7 +394,7 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 	for _, r := range app.gang {
 		total.AddInPlace(r.Resource)
 	}
-	if !q.fitsQuota(total) || !q.fitsUser(app.a.User, total) {
+	if !c.fitsQuotaFor(q, app.a.ID, total) || !q.fitsUser(app.a.User, total) {
 		return
 	}
 	unit := objects.Unit{AppID: app.a.ID, Gang: true, Placements: make([]objects.Placement, 0, len(app.gang))}
@@ -360,6 +416,7 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 		unit.Placements = append(unit.Placements, objects.Placement{RequestID: r.ID, NodeID: n.n.ID})
 	}
 	q.charge(total, 1)
+	c.useReserve(q, app.a.ID, total)
 	app.gangRunning = true
 	app.gang = nil
 	c.plan.Units = append(c.plan.Units, unit)
@@ -386,7 +443,7 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		}
 		app := q.apps[q.elastAt]
 		r := app.elastic[app.elasticNext]
-		if !q.fitsQuota(r.Resource) || !q.fitsUser(app.a.User, r.Resource) {
+		if !c.fitsQuotaFor(q, app.a.ID, r.Resource) || !q.fitsUser(app.a.User, r.Resource) {
 			// Later requests of this job are no smaller in the common
 			// case; move on to the next job rather than retry each.
 			q.elastAt++
@@ -403,6 +460,7 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		}
 		n.free.SubInPlace(r.Resource)
 		q.charge(r.Resource, 1)
+		c.useReserve(q, app.a.ID, r.Resource)
 		app.elasticNext++
 		c.plan.Units = append(c.plan.Units, objects.Unit{AppID: app.a.ID,
 			Placements: []objects.Placement{{RequestID: r.ID, NodeID: n.n.ID}}})

@@ -298,3 +298,41 @@ func TestUserLimit(t *testing.T) {
 		t.Fatal("alice's second job's AM was not placed")
 	}
 }
+
+// Quota held for a job's declared maximum is left to it: a job arriving
+// later in the same queue gets only what is neither used nor held, and the
+// first job then grows into its headroom though the queue is near its max.
+func TestDeclaredMaximumHoldsQuota(t *testing.T) {
+	h := newHarness(t, quota.QueueQuota{Path: "root.a", Max: limit(8000, 64)})
+	h.node("n0", res(8000, 32), quota.Resource{})
+	h.node("n1", res(8000, 32), quota.Resource{})
+	s := New(Options{})
+	// Declared 6 workers of 1 cpu, 2 placed: 4 cpu held.
+	h.submit(job{id: "x", queue: "root.a", high: 1, med: 1, each: res(1000, 1), reserve: res(4000, 4)})
+	h.cycle(s)
+	h.submit(job{id: "y", queue: "root.a", high: 1, low: 5, each: res(1000, 1)})
+	h.cycle(s)
+	count := func(app string) int {
+		n := 0
+		for _, v := range h.placed(app) {
+			n += v
+		}
+		return n
+	}
+	if got := count("y"); got != 2 {
+		t.Fatalf("y got %d cpus of the 8-cpu queue beside x's 2 used and 4 held, want 2", got)
+	}
+	// x scales up to its maximum: the held quota is there for it.
+	h.update(func(w *state.Txn) error {
+		for i := range 4 {
+			if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("x-more-%d", i), AppID: "x", Tier: objects.TierLow, Resource: res(1000, 1)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	h.cycle(s)
+	if got := count("x"); got != 6 {
+		t.Fatalf("x holds %d cpus after scaling, want its declared 6", got)
+	}
+}

@@ -16,7 +16,23 @@ const (
 	// TagHighPriorities lists the YARN request priorities whose containers
 	// are parameter servers or coordinators: "weft.high-priorities=1,2".
 	TagHighPriorities = "weft.high-priorities="
+	// TagMaxWorkers declares the most worker containers the job will run
+	// (Spark's spark.dynamicAllocation.maxExecutors, say):
+	// "weft.max-workers=40". The queue holds quota for it as it scales.
+	TagMaxWorkers = "weft.max-workers="
 )
+
+// MaxWorkers reads TagMaxWorkers from an application's tags.
+func MaxWorkers(tags []string) (int, bool) {
+	for _, t := range tags {
+		if v, ok := strings.CutPrefix(t, TagMaxWorkers); ok {
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
 
 // TierPolicy decides tiers for containers where tags say nothing; a queue
 // can carry its own.

@@ -370,8 +370,8 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 	if !ok {
 		return fmt.Errorf("queue %q is gone", app.Queue)
 	}
-	if err := w.UpsertApplication(&objects.Application{ID: appID, Queue: q.Path, User: app.User,
-		Priority: app.Priority, Submitted: time.UnixMilli(app.SubmitTime)}); err != nil {
+	sapp := &objects.Application{ID: appID, Queue: q.Path, User: app.User, Priority: app.Priority, Submitted: time.UnixMilli(app.SubmitTime)}
+	if err := w.UpsertApplication(sapp); err != nil {
 		return err
 	}
 	// The AM's container counts in its queue, high tier: never a victim.
@@ -382,11 +382,13 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 		}
 	}
 	workers := 0
+	var largest records.Resource // of the job's workers, running or asked for
 	for _, c := range snap.ContainersOfAttempt(attempt) {
 		if c.ID.ID == 1 || c.State == records.ContainerComplete {
 			continue // the AM's, above
 		}
 		workers++
+		largest = largest.Max(c.Resource)
 		if w.Node(c.Node) == nil {
 			continue
 		}
@@ -407,6 +409,21 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 		}
 		return keys[i].AllocationRequestID < keys[j].AllocationRequestID
 	})
+	// A declared maximum holds quota for the workers the job may still
+	// run, each as large as its largest, so that jobs scaling at once do
+	// not take each other's headroom.
+	if most, ok := translator.MaxWorkers(app.Tags); ok && most > workers {
+		for _, k := range keys {
+			largest = largest.Max(k.Resource)
+		}
+		per := toQuota(largest)
+		for range most - workers {
+			sapp.Reserve.AddInPlace(per)
+		}
+		if err := w.UpsertApplication(sapp); err != nil {
+			return err
+		}
+	}
 	for _, k := range keys {
 		for i := 0; i < asks[k]; i++ {
 			tier := a.opts.Tiers.Tier(translator.Container{RequestPriority: k.Priority, WorkersBefore: workers}, app.Tags)

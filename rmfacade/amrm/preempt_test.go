@@ -366,3 +366,28 @@ func TestAMContainerCountsInItsQueue(t *testing.T) {
 		t.Errorf("queue a got %d containers beside its AM under a 4-vcore max, want 1", got)
 	}
 }
+
+// A job tagged with its maximum (weft.max-workers, settable through
+// mapreduce.job.tags or spark.yarn.tags) has quota held for the workers it
+// may still run: another AM asking at the same time gets only the rest,
+// and the first scales to its maximum.
+func TestDeclaredMaximumOverTheAMProtocol(t *testing.T) {
+	f := newQueueFixture(t)
+	_, x := f.am("a", "weft.max-workers=6")
+	f.allocate(x, 2, 1024, 1)
+	f.cycle()
+	if got := len(f.allocate(x, 0, 0, 0).GetAllocatedContainers()); got != 2 {
+		t.Fatalf("x got %d, want 2", got)
+	}
+	_, y := f.am("a")
+	f.allocate(y, 6, 1024, 1)
+	f.cycle()
+	if got := len(f.allocate(y, 0, 0, 0).GetAllocatedContainers()); got != 2 {
+		t.Fatalf("y got %d on an 8-vcore node with x's 2 running and 4 held, want 2", got)
+	}
+	f.allocate(x, 4, 1024, 1)
+	f.cycle()
+	if got := len(f.allocate(x, 0, 0, 0).GetAllocatedContainers()); got != 4 {
+		t.Fatalf("x got %d more, want the 4 up to its maximum", got)
+	}
+}

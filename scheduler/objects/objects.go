@@ -89,6 +89,11 @@ type Application struct {
 	// requests must run together before any of them runs. Zero means the
 	// gang is whatever high and medium requests are pending.
 	MinMembers int
+	// Reserve is queue quota held for the job's declared maximum: what it
+	// may still grow into. Other applications' placements leave it free in
+	// the queue and its ancestors, so jobs scaling at the same time cannot
+	// take each other's declared headroom; the job's own placements use it.
+	Reserve quota.Resource
 	// ModifyIndex is the store index of the last change.
 	ModifyIndex uint64
 }
