@@ -111,6 +111,15 @@ func (h *harness) placed(app string) map[objects.Tier]int {
 	return out
 }
 
+// count is how many pods of an application are placed.
+func (h *harness) count(app string) int {
+	n := 0
+	for _, v := range h.placed(app) {
+		n += v
+	}
+	return n
+}
+
 func (h *harness) used(queue string) quota.Resource {
 	return h.store.Snapshot().QueueUsage(queue).Used
 }

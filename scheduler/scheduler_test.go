@@ -276,14 +276,7 @@ func TestUserLimit(t *testing.T) {
 	h.submit(job{id: "alice-1", queue: "root.a", user: "alice", high: 1, med: 1, low: 4, each: res(1000, 1)})
 	h.submit(job{id: "bob-1", queue: "root.a", user: "bob", high: 1, low: 5, each: res(1000, 1)})
 	h.cycle(s)
-	count := func(app string) int {
-		n := 0
-		for _, v := range h.placed(app) {
-			n += v
-		}
-		return n
-	}
-	if a, b := count("alice-1"), count("bob-1"); a != 4 || b != 4 {
+	if a, b := h.count("alice-1"), h.count("bob-1"); a != 4 || b != 4 {
 		t.Fatalf("alice holds %d cpus, bob %d; want 4 each (half of 8)", a, b)
 	}
 	// A third node raises the limit to 6: alice's jobs get the 2 she may
@@ -291,10 +284,10 @@ func TestUserLimit(t *testing.T) {
 	h.node("n2", res(4000, 16), quota.Resource{})
 	h.submit(job{id: "alice-2", queue: "root.a", user: "alice", high: 1, low: 3, each: res(1000, 1)})
 	h.cycle(s)
-	if a, b := count("alice-1")+count("alice-2"), count("bob-1"); a != 6 || b != 6 {
+	if a, b := h.count("alice-1")+h.count("alice-2"), h.count("bob-1"); a != 6 || b != 6 {
 		t.Fatalf("alice holds %d, bob %d; want 6 each (half of 12)", a, b)
 	}
-	if count("alice-2") == 0 {
+	if h.count("alice-2") == 0 {
 		t.Fatal("alice's second job's AM was not placed")
 	}
 }
@@ -312,14 +305,7 @@ func TestDeclaredMaximumHoldsQuota(t *testing.T) {
 	h.cycle(s)
 	h.submit(job{id: "y", queue: "root.a", high: 1, low: 5, each: res(1000, 1)})
 	h.cycle(s)
-	count := func(app string) int {
-		n := 0
-		for _, v := range h.placed(app) {
-			n += v
-		}
-		return n
-	}
-	if got := count("y"); got != 2 {
+	if got := h.count("y"); got != 2 {
 		t.Fatalf("y got %d cpus of the 8-cpu queue beside x's 2 used and 4 held, want 2", got)
 	}
 	// x scales up to its maximum: the held quota is there for it.
@@ -332,7 +318,7 @@ func TestDeclaredMaximumHoldsQuota(t *testing.T) {
 		return nil
 	})
 	h.cycle(s)
-	if got := count("x"); got != 6 {
+	if got := h.count("x"); got != 6 {
 		t.Fatalf("x holds %d cpus after scaling, want its declared 6", got)
 	}
 }
