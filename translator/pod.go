@@ -306,6 +306,16 @@ func labelValue(s string) string {
 	return strings.Trim(s, "._-")
 }
 
+// ContainerOf returns the YARN container a pod runs, when it is one of
+// the containers of the RM named rm (LabelRM, LabelContainer).
+func ContainerOf(p *corev1.Pod, rm string) (records.ContainerID, bool) {
+	if p.Labels[LabelRM] != labelValue(rm) {
+		return records.ContainerID{}, false
+	}
+	id, err := records.ParseContainerID(p.Labels[LabelContainer])
+	return id, err == nil
+}
+
 // PodOutcome reads a container pod: its state and, once complete, the
 // exit code and what Kubernetes said. A pod being deleted before it ended
 // was killed.

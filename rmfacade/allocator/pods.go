@@ -64,8 +64,6 @@ type podCycle struct {
 	// bound are the placed pods that are not YARN containers, by id:
 	// preemption may choose them.
 	bound map[string]*corev1.Pod
-	// hostToNode maps Kubernetes node names to RM node ids.
-	hostToNode map[string]string
 	// refusals are pods to tell why they are not scheduled, once the
 	// store's write is over (it must not wait on the API server).
 	refusals []refusal
@@ -81,19 +79,20 @@ type refusal struct {
 // are not this RM's YARN containers (those come from the RM's records) as
 // allocations.
 func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node, where *constraints) (*podCycle, error) {
-	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, hostToNode: map[string]string{}}
+	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}}
 	if a.opts.Pods == nil {
 		return pc, nil
 	}
+	hostToNode := map[string]string{} // Kubernetes node name → RM node id
 	for _, n := range nodes {
-		pc.hostToNode[n.Host] = n.ID
+		hostToNode[n.Host] = n.ID
 	}
 	pending, bound := a.opts.Pods.Pods()
 	for _, p := range bound {
-		if a.isRMContainer(p) {
-			continue
+		if _, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
+			continue // the RM's records hold it
 		}
-		node, ok := pc.hostToNode[p.Spec.NodeName]
+		node, ok := hostToNode[p.Spec.NodeName]
 		if !ok || w.Node(node) == nil {
 			continue // on a node Weft does not schedule onto now
 		}
@@ -114,8 +113,7 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 	}
 	waiting := map[types.UID]bool{}
 	for _, p := range pending {
-		if a.isRMContainer(p) {
-			cid, _ := records.ParseContainerID(p.Labels[translator.LabelContainer])
+		if cid, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
 			app := snap.Application(cid.Attempt.App)
 			if cid.ID != 1 || app == nil || app.CurrentAttempt != cid.Attempt.ID || amContainer(snap, app) != nil ||
 				w.Application(cid.Attempt.String()) == nil {
@@ -154,15 +152,6 @@ func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resourc
 	n := *w.Node(node)
 	n.NonWeftUsed = n.NonWeftUsed.Add(r)
 	return w.UpsertNode(&n)
-}
-
-// isRMContainer tells this RM's YARN containers, whose records are the RM's.
-func (a *Allocator) isRMContainer(p *corev1.Pod) bool {
-	if p.Labels[translator.LabelRM] != a.opts.ClusterID {
-		return false
-	}
-	_, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
-	return err == nil
 }
 
 // podApp files a pod that is not a YARN container under its application,

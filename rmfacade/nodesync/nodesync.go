@@ -239,8 +239,8 @@ func (s *Syncer) isWeft(p *corev1.Pod) bool {
 	if s.opts.SchedulerName != "" && p.Spec.SchedulerName == s.opts.SchedulerName {
 		return true
 	}
-	_, err := records.ParseContainerID(p.Labels[translator.LabelContainer])
-	return err == nil && p.Labels[translator.LabelRM] == s.opts.ClusterID
+	_, ok := translator.ContainerOf(p, s.opts.ClusterID)
+	return ok
 }
 
 // capacity is what a node offers, in YARN's units (whole vcores, MiB).
