@@ -210,13 +210,14 @@ type pendingRequest struct {
 func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	began := time.Now()
 	defer a.metrics.observeCycle(began)
+	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
 	snap := a.mgr.Snapshot()
 	nodes := snap.Nodes(records.NodeRunning)
 	var cluster quota.Resource
 	for _, n := range nodes {
 		cluster.AddInPlace(toQuota(n.Capability))
 	}
-	quotas, err := a.opts.Quotas(cluster, a.opts.Now())
+	quotas, err := a.opts.Quotas(cluster, now)
 	if err != nil {
 		return 0, fmt.Errorf("allocator: queue quotas: %w", err)
 	}
@@ -254,7 +255,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		// AM and task containers, and the pods Weft's scheduler binds.
 		for _, n := range nodes {
 			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied),
-				Cordoned: n.CooldownUntil > a.opts.Now().UnixMilli()}); err != nil {
+				Cordoned: n.CooldownUntil > now.UnixMilli()}); err != nil {
 				return err
 			}
 		}

@@ -192,17 +192,18 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	for _, n := range nodeList {
 		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
 		live[id] = true
-		alloc := s.allocatable(n)
+		capBytes, capMilli := s.opts.Profile.Amounts(s.allocatable(n))
 		rec := &records.Node{
 			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
-			State: records.NodeRunning, HealthReport: "Healthy", Capability: s.capacity(alloc),
-			Used: toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
+			State: records.NodeRunning, HealthReport: "Healthy",
+			// In YARN's units: whole vcores, MiB.
+			Capability: records.Resource{MemoryMB: capBytes >> 20, VCores: int32(capMilli / vcore)},
+			Used:       toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
 			NumContainers: count[n.Name], LastHealthUpdate: now,
 		}
 		if p := prev.Node(id); p != nil {
 			rec.CooldownUntil = p.CooldownUntil
 		}
-		capBytes, capMilli := s.opts.Profile.Amounts(alloc)
 		held := sum{bytes: used[n.Name].bytes + occupied[n.Name].bytes, milli: used[n.Name].milli + occupied[n.Name].milli}
 		if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
 			// The reclaimable capacity fell below what Weft and the others
@@ -220,7 +221,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, n := range s.mgr.Snapshot().Nodes() {
+	for _, n := range prev.Nodes() {
 		if !live[n.ID] && n.State != records.NodeLost {
 			lost := *n
 			lost.State, lost.HealthReport = records.NodeLost, "node removed from the cluster"
@@ -241,12 +242,6 @@ func (s *Syncer) isWeft(p *corev1.Pod) bool {
 	}
 	_, ok := translator.ContainerOf(p, s.opts.ClusterID)
 	return ok
-}
-
-// capacity is what a node offers, in YARN's units (whole vcores, MiB).
-func (s *Syncer) capacity(l corev1.ResourceList) records.Resource {
-	b, m := s.opts.Profile.Amounts(l)
-	return records.Resource{MemoryMB: b >> 20, VCores: int32(m / s.opts.Profile.VCoreMilli())}
 }
 
 func ready(n *corev1.Node) bool {
