@@ -334,17 +334,16 @@ func (c *cycle) loadUsers(q *wqueue, apps []*objects.Application, pct int32) {
 }
 
 // fitsUser reports whether user may take r more within the leaf's user
-// limit, and if so charges it.
+// limit.
 func (q *wqueue) fitsUser(user string, r quota.Resource) bool {
-	if q.userCap == nil {
-		return true
+	return q.userCap == nil || q.users[user].Add(r).FitsLimit(q.userCap)
+}
+
+// chargeUser adds a placement to its user's total, where a limit applies.
+func (q *wqueue) chargeUser(user string, r quota.Resource) {
+	if q.userCap != nil {
+		q.users[user] = q.users[user].Add(r)
 	}
-	u := q.users[user].Add(r)
-	if !u.FitsLimit(q.userCap) {
-		return false
-	}
-	q.users[user] = u
-	return true
 }
 
 // pickLeaf returns the leaf with the lowest deficit among those for which
@@ -405,9 +404,6 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 			for i, pn := range placed {
 				pn.free.AddInPlace(app.gang[i].Resource)
 			}
-			if q.userCap != nil {
-				q.users[app.a.User] = q.users[app.a.User].Sub(total)
-			}
 			app.blockedGang = true
 			return
 		}
@@ -416,6 +412,7 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 		unit.Placements = append(unit.Placements, objects.Placement{RequestID: r.ID, NodeID: n.n.ID})
 	}
 	q.charge(total, 1)
+	q.chargeUser(app.a.User, total)
 	c.useReserve(q, app.a.ID, total)
 	app.gangRunning = true
 	app.gang = nil
@@ -451,15 +448,13 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		}
 		n := c.selectNode(r.Resource, r.Nodes)
 		if n == nil {
-			if q.userCap != nil {
-				q.users[app.a.User] = q.users[app.a.User].Sub(r.Resource)
-			}
 			app.blockedElastic = true
 			q.elastAt++
 			continue
 		}
 		n.free.SubInPlace(r.Resource)
 		q.charge(r.Resource, 1)
+		q.chargeUser(app.a.User, r.Resource)
 		c.useReserve(q, app.a.ID, r.Resource)
 		app.elasticNext++
 		c.plan.Units = append(c.plan.Units, objects.Unit{AppID: app.a.ID,
