@@ -101,23 +101,15 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 	}
 	_, err := b.informer.AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			p, ok := obj.(*corev1.Pod)
+			p, ok := podOf(obj)
 			return ok && p.Spec.SchedulerName == opts.SchedulerName
 		},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { b.seen(obj) },
 			UpdateFunc: func(_, obj any) { b.seen(obj) },
 			DeleteFunc: func(obj any) {
-				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				if p, ok := obj.(*corev1.Pod); ok {
-					b.mu.Lock()
-					delete(b.assumed, p.UID)
-					b.mu.Unlock()
+				if p, ok := podOf(obj); ok {
+					b.drop(p.UID)
 				}
 			},
 		},
@@ -131,6 +123,23 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 // bySchedulerName indexes pods by spec.schedulerName.
 const bySchedulerName = "schedulerName"
 
+// podOf is the pod of a watch event, including one whose deletion the
+// watch missed.
+func podOf(obj any) (*corev1.Pod, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	return p, ok
+}
+
+// drop forgets an assumption: the watch shows the pod bound, or gone.
+func (b *Binder) drop(uid types.UID) {
+	b.mu.Lock()
+	delete(b.assumed, uid)
+	b.mu.Unlock()
+}
+
 // seen drops an assumption the watch has caught up with, and reports a
 // pod that waits for a node.
 func (b *Binder) seen(obj any) {
@@ -139,9 +148,7 @@ func (b *Binder) seen(obj any) {
 		return
 	}
 	if p.Spec.NodeName != "" {
-		b.mu.Lock()
-		delete(b.assumed, p.UID)
-		b.mu.Unlock()
+		b.drop(p.UID)
 		return
 	}
 	if b.opts.OnPending != nil && p.DeletionTimestamp == nil {
