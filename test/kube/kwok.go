@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,5 +65,5 @@ func Binary(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s (run test/kube/up.sh first): %w", name, err)
 	}
-	return strings.TrimSpace(p), nil
+	return p, nil
 }
