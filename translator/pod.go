@@ -344,6 +344,14 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 		if pod.Status.Reason == "Evicted" || pod.Status.Reason == "Preempting" {
 			code = records.ExitPreempted
 		}
+		// Ended by a disruption (the colocation agent's eviction under
+		// memory pressure, the Eviction API, the kubelet's own): the
+		// condition's message says why, as YARN's diagnostics of a
+		// preempted container do.
+		if c := disruption(pod); c != nil {
+			code = records.ExitPreempted
+			diag = strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
 		if code != 0 && diag == "" {
 			diag = fmt.Sprintf("Exception from container-launch.\nExit code: %d", code)
 		}
@@ -352,6 +360,16 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 		return 0, "", records.ContainerRunning
 	}
 	return 0, "", records.ContainerNew
+}
+
+// disruption is the pod's DisruptionTarget condition, when it is true.
+func disruption(pod *corev1.Pod) *corev1.PodCondition {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // Selector selects the pods of one ResourceManager's applications.

@@ -3,9 +3,11 @@
 // colocation class, in priority tiers below every online workload.
 //
 // Resource names and QoS markers differ between colocation systems, so
-// they come from a Profile: Katalyst (reclaimed_* resources from CNR,
-// qos_level annotation), Koordinator and Volcano (kubernetes.io/batch-*
-// extended resources), or plain cpu/memory requests.
+// they come from a Profile: Weft's own node agent (weft.io/reclaimed-*
+// extended resources, the big box), Katalyst (reclaimed_* resources from
+// CNR, qos_level annotation), Koordinator and Volcano
+// (kubernetes.io/batch-* extended resources), or plain cpu/memory
+// requests.
 package translator
 
 import (
@@ -57,6 +59,11 @@ type Profile struct {
 	// (status.resources.allocatable), where Katalyst's node agent reports
 	// it, instead of from the Node's allocatable.
 	CapacityFromCNR bool
+	// CapacityHeartbeat, when set, is the Node annotation in which the
+	// node agent that publishes the capacity writes when it last measured
+	// (RFC 3339). A capacity whose heartbeat is missing or stale is read
+	// as none: a dead agent's last number must not stay on offer.
+	CapacityHeartbeat string
 	// Labels and Annotations mark every pod's QoS class.
 	Labels, Annotations map[string]string
 	// Priorities are the PriorityClass values of the tiers. They sit below
@@ -64,6 +71,14 @@ type Profile struct {
 	// the batch band where the colocation system defines one.
 	Priorities map[Tier]int32
 }
+
+// Weft's reclaimed resources, as its node agent publishes them.
+const (
+	ReclaimedCPU    corev1.ResourceName = "weft.io/reclaimed-cpu"
+	ReclaimedMemory corev1.ResourceName = "weft.io/reclaimed-memory"
+	// AnnotationReclaimedAt is the agent's heartbeat on its Node.
+	AnnotationReclaimedAt = "weft.io/reclaimed-at"
+)
 
 // Built-in profiles.
 var (
@@ -83,6 +98,18 @@ var (
 		Labels:     map[string]string{"koordinator.sh/qosClass": "BE"},
 		Priorities: map[Tier]int32{TierHigh: 5900, TierMedium: 5500, TierLow: 5100},
 	}
+	// Weft is Weft's own colocation agent (weft-nodeplugin --colocation):
+	// it publishes what online services leave unused as the extended
+	// resources weft.io/reclaimed-cpu (millicores) and
+	// weft.io/reclaimed-memory (bytes) in Node allocatable, so kubelet
+	// admits batch pods by them. A pod requesting only extended resources
+	// is BestEffort: kubelet puts every one under kubepods/besteffort,
+	// the big box whose limits the agent keeps at the reclaimable amount.
+	Weft = Profile{
+		Name: "weft", CPU: ReclaimedCPU, CPUMilli: true, Memory: ReclaimedMemory,
+		CapacityHeartbeat: AnnotationReclaimedAt,
+		Priorities:        map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+	}
 	// Plain requests cpu and memory, for clusters without a colocation
 	// agent (and for tests).
 	Plain = Profile{
@@ -93,12 +120,12 @@ var (
 
 // ProfileByName returns a built-in profile.
 func ProfileByName(name string) (Profile, error) {
-	for _, p := range []Profile{Katalyst, Koordinator, Plain} {
+	for _, p := range []Profile{Weft, Katalyst, Koordinator, Plain} {
 		if p.Name == name {
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("translator: unknown profile %q (katalyst, koordinator, plain)", name)
+	return Profile{}, fmt.Errorf("translator: unknown profile %q (weft, katalyst, koordinator, plain)", name)
 }
 
 // PriorityClassName names a tier's PriorityClass.

@@ -61,6 +61,7 @@ func TestPodPerProfile(t *testing.T) {
 			"", "katalyst.kubewharf.io/qos_level=reclaimed_cores", -3000},
 		{Koordinator, "kubernetes.io/batch-cpu", resource.MustParse("2000"), "kubernetes.io/batch-memory", "koordinator.sh/qosClass=BE", "", 5100},
 		{Plain, corev1.ResourceCPU, resource.MustParse("2"), corev1.ResourceMemory, "", "", -3000},
+		{Weft, "weft.io/reclaimed-cpu", resource.MustParse("2000"), "weft.io/reclaimed-memory", "", "", -3000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.profile.Name, func(t *testing.T) {
@@ -112,8 +113,22 @@ func TestPodPerProfile(t *testing.T) {
 			}
 		})
 	}
+	// Weft's pods request no native cpu or memory: kubelet makes them
+	// BestEffort, so their cgroups are all in kubepods/besteffort, the big
+	// box its colocation agent bounds.
+	wp, _ := Weft.Pod(spec(TierMedium))
+	for _, c := range wp.Spec.Containers {
+		for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			if _, ok := l[corev1.ResourceCPU]; ok {
+				t.Errorf("weft profile pod asks native cpu: %v", c.Resources)
+			}
+			if _, ok := l[corev1.ResourceMemory]; ok {
+				t.Errorf("weft profile pod asks native memory: %v", c.Resources)
+			}
+		}
+	}
 	// Tiers order reclaim in every profile.
-	for _, p := range []Profile{Katalyst, Koordinator, Plain} {
+	for _, p := range []Profile{Weft, Katalyst, Koordinator, Plain} {
 		if !(p.Priorities[TierLow] < p.Priorities[TierMedium] && p.Priorities[TierMedium] < p.Priorities[TierHigh]) {
 			t.Errorf("%s: tiers out of order %v", p.Name, p.Priorities)
 		}
@@ -233,5 +248,36 @@ func TestExportOrder(t *testing.T) {
 		if got := strings.Join(exportOrder(tc.env), " "); got != tc.want {
 			t.Errorf("exportOrder(%v) = %s, want %s", tc.env, got, tc.want)
 		}
+	}
+}
+
+// A pod ended by a disruption — the colocation agent's eviction under
+// memory pressure, the Eviction API, the kubelet's own — is YARN's
+// PREEMPTED with the disruption's reason in the diagnostics; an ordinary
+// failure stays a failure.
+func TestPodOutcomeDisruption(t *testing.T) {
+	failed := func(conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Conditions: conds,
+			ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}}}
+	}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		wantCode int32
+		wantDiag string
+	}{
+		{"killed", failed(), 137, "Error"},
+		{"evicted by the agent", failed(corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "EvictionByWeftColocation", Message: "memory pressure: node memory 93% above the eviction watermark 90%"}),
+			-102, "EvictionByWeftColocation: memory pressure: node memory 93% above the eviction watermark 90%"},
+		{"condition false", failed(corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse}), 137, "Error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, diag, st := PodOutcome(tc.pod)
+			if code != tc.wantCode || diag != tc.wantDiag || st != "COMPLETE" {
+				t.Errorf("got %d %q %s, want %d %q COMPLETE", code, diag, st, tc.wantCode, tc.wantDiag)
+			}
+		})
 	}
 }

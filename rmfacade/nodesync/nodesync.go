@@ -41,7 +41,11 @@ type Options struct {
 	Pods cache.SharedIndexInformer
 	// CNR reads Katalyst's CustomNodeResources, for a profile whose
 	// capacity comes from them (translator.Profile.CapacityFromCNR).
-	CNR                dynamic.Interface
+	CNR dynamic.Interface
+	// CapacityStaleAfter is how old a node agent's heartbeat may be before
+	// its published capacity is read as none, for a profile with one
+	// (translator.Profile.CapacityHeartbeat); default 1m.
+	CapacityStaleAfter time.Duration
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
 }
@@ -113,8 +117,21 @@ func (s *Syncer) synced() []cache.InformerSynced {
 }
 
 // allocatable is what a node offers Weft: its CNR's allocatable under a
-// CNR profile (none until Katalyst's agent reports it), else the Node's.
-func (s *Syncer) allocatable(n *corev1.Node) corev1.ResourceList {
+// CNR profile (none until Katalyst's agent reports it), else the Node's —
+// none when the profile's agent has not said within CapacityStaleAfter
+// that the number is current (fail safe: a blind or dead agent's last
+// number must not keep batch work coming).
+func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList {
+	if key := s.opts.Profile.CapacityHeartbeat; key != "" {
+		at, err := time.Parse(time.RFC3339, n.Annotations[key])
+		stale := s.opts.CapacityStaleAfter
+		if stale <= 0 {
+			stale = time.Minute
+		}
+		if err != nil || now.Sub(at) > stale {
+			return nil
+		}
+	}
 	if s.opts.Profile.CapacityFromCNR {
 		if s.cnrInformer == nil {
 			return nil
@@ -186,13 +203,14 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 		return r
 	}
-	now := time.Now().UnixMilli()
+	instant := time.Now()
+	now := instant.UnixMilli()
 	live := map[string]bool{}
 	prev := s.mgr.Snapshot()
 	for _, n := range nodeList {
 		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
 		live[id] = true
-		capBytes, capMilli := s.opts.Profile.Amounts(s.allocatable(n))
+		capBytes, capMilli := s.opts.Profile.Amounts(s.allocatable(n, instant))
 		rec := &records.Node{
 			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
 			State: records.NodeRunning, HealthReport: "Healthy",

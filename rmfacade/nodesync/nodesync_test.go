@@ -162,3 +162,34 @@ func TestCooldown(t *testing.T) {
 		t.Errorf("a node with room (exactly full) cools down: %+v", r)
 	}
 }
+
+// Under the Weft profile a node offers what its colocation agent
+// published as weft.io/reclaimed-* in the Node's allocatable — only while
+// the agent's heartbeat is fresh: a dead or blind agent's last number is
+// read as nothing.
+func TestCapacityFromWeftAgent(t *testing.T) {
+	now := time.Now()
+	published := func(heartbeat string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Allocatable[translator.ReclaimedCPU] = resource.MustParse("6000")
+			n.Status.Allocatable[translator.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
+			if heartbeat != "" {
+				n.Annotations = map[string]string{translator.AnnotationReclaimedAt: heartbeat}
+			}
+		}
+	}
+	snap := syncOnce(t, fake.NewClientset(
+		node("fresh", true, published(now.Add(-10*time.Second).UTC().Format(time.RFC3339))),
+		node("stale", true, published(now.Add(-5*time.Minute).UTC().Format(time.RFC3339))),
+		node("silent", true, published("")),
+		node("garbled", true, published("yesterday")),
+	), Options{ClusterID: "weft", Profile: translator.Weft, NMPort: 8041, CapacityStaleAfter: time.Minute})
+	if got, want := snap.Node("fresh:8041").Capability, (records.Resource{MemoryMB: 12 << 10, VCores: 6}); got != want {
+		t.Errorf("fresh heartbeat: capability %+v, want %+v", got, want)
+	}
+	for _, name := range []string{"stale", "silent", "garbled"} {
+		if got := snap.Node(name + ":8041").Capability; got != (records.Resource{}) {
+			t.Errorf("%s heartbeat: capability %+v, want none", name, got)
+		}
+	}
+}
