@@ -84,10 +84,10 @@ run-embedded: build
 # overlays/local for test/kube's loopback cluster) and a profile's
 # PriorityClasses to the current kubeconfig ($$KUBECONFIG or ~/.kube/config;
 # the local cluster: KUBECONFIG=$$(test/kube/up.sh) make images deploy
-# OVERLAY=overlays/local). PROFILE: plain, katalyst, koordinator. Kubernetes
+# OVERLAY=overlays/local). PROFILE: weft (default: Weft's own node agent), plain, katalyst, koordinator. Kubernetes
 # forbids changing a PriorityClass's value: to switch a cluster's profile,
 # delete the weft-high/medium/low PriorityClasses first.
-PROFILE ?= plain
+PROFILE ?= weft
 OVERLAY ?= base
 KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(HOME)/.cache/weft/bin/kubectl)
 deploy:

@@ -71,7 +71,7 @@ func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
 }
 
 func TestPriorityClassesMatchTranslator(t *testing.T) {
-	for _, name := range []string{"plain", "katalyst", "koordinator"} {
+	for _, name := range []string{"weft", "plain", "katalyst", "koordinator"} {
 		profile, err := translator.ProfileByName(name)
 		if err != nil {
 			t.Fatal(err)

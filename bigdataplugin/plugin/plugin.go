@@ -14,8 +14,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/weft-sh/weft/bigdataplugin/cgroups"
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
+	"github.com/weft-sh/weft/bigdataplugin/procstat"
 
 	"github.com/weft-sh/weft/bigdataplugin/janitor"
 	"github.com/weft-sh/weft/bigdataplugin/localizer"
@@ -57,6 +66,23 @@ type Config struct {
 	Kubernetes           *rest.Config
 	NodeManager          nodemanager.Options
 	Logger               *slog.Logger
+	// Colocation, when set, runs the colocation agent: it measures online
+	// usage, publishes the reclaimable capacity on the Node and bounds
+	// the big box (kubelet's besteffort cgroup) to it.
+	Colocation *Colocation
+}
+
+// Colocation configures the node's colocation agent.
+type Colocation struct {
+	// CgroupRoot is where the cgroup hierarchies are mounted
+	// (/sys/fs/cgroup); CgroupDriver is the kubelet's (cgroupfs or
+	// systemd). The version is detected.
+	CgroupRoot, CgroupDriver string
+	// ProcRoot and SysRoot are /proc and /sys.
+	ProcRoot, SysRoot string
+	// ConfigMap ("namespace/name") overrides Defaults cluster-wide.
+	ConfigMap string
+	Defaults  colocation.Config
 }
 
 // Plugin is a bound, not yet serving, node plugin.
@@ -72,6 +98,8 @@ type Plugin struct {
 	// janitor removes ended applications' files and keeps the
 	// localizer cache under its size.
 	janitor *janitor.Janitor
+	// colocation runs the colocation agent; nil without one.
+	colocation ctrl.Manager
 }
 
 // New binds the listener.
@@ -128,7 +156,11 @@ func New(cfg Config) (*Plugin, error) {
 		lnShuf.Close()
 		return nil, err
 	}
-	web := &http.Server{Handler: nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	metrics := prometheus.NewRegistry()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux.Handle("/", nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler())
+	web := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	shuf := &http.Server{Handler: opts.Shuffle, ReadHeaderTimeout: 10 * time.Second}
 	p := &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf}
 	jopts := janitor.Options{
@@ -160,7 +192,59 @@ func New(cfg Config) (*Plugin, error) {
 		}
 	}
 	p.janitor = janitor.New(jopts)
+	if cfg.Colocation != nil {
+		if p.colocation, err = newColocation(cfg, metrics); err != nil {
+			ln.Close()
+			lnHTTP.Close()
+			lnShuf.Close()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// newColocation sets up the colocation agent under a controller-runtime
+// manager of its own.
+func newColocation(cfg Config, reg prometheus.Registerer) (ctrl.Manager, error) {
+	c := cfg.Colocation
+	opts := colocation.Options{
+		NodeName: cfg.NodeManager.NodeName, Defaults: c.Defaults, Profile: translator.Weft, ProcRoot: c.ProcRoot,
+		Logger: cfg.Logger, Metrics: colocation.NewMetrics(),
+	}
+	// A node whose cgroups or CPUs cannot be read runs the agent blind
+	// (it offers nothing, with an Event saying why), not a plugin that
+	// exits: the NodeManager side serves on.
+	fsys, err := cgroups.Open(c.CgroupRoot, cgroups.Driver(c.CgroupDriver))
+	var cores []procstat.Core
+	if err == nil {
+		cores, err = procstat.Topology(c.SysRoot)
+	}
+	if err != nil {
+		cfg.Logger.Error("colocation agent is blind: it offers no batch capacity", "err", err)
+		opts.Unusable = err
+	} else {
+		fsys.ProcRoot = c.ProcRoot
+		opts.FS, opts.Box = fsys, &colocation.Box{FS: fsys, Cores: cores}
+		for _, core := range cores {
+			opts.NumCPU += len(core)
+		}
+	}
+	if ns, name, ok := strings.Cut(c.ConfigMap, "/"); ok {
+		opts.ConfigNamespace, opts.ConfigName = ns, name
+	}
+	if err := opts.Metrics.Register(reg); err != nil {
+		return nil, fmt.Errorf("plugin: colocation metrics: %w", err)
+	}
+	ctrllog.SetLogger(logr.FromSlogHandler(cfg.Logger.Handler()))
+	mgr, err := colocation.NewManager(cfg.Kubernetes, opts)
+	if err != nil {
+		return nil, err
+	}
+	agent := colocation.NewAgent(mgr.GetClient(), mgr.GetEventRecorderFor("weft-colocation"), opts)
+	if err := agent.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("plugin: colocation: %w", err)
+	}
+	return mgr, nil
 }
 
 // readKey waits briefly for the RM to create the shared key, so the two
@@ -186,13 +270,20 @@ func (p *Plugin) NodeID() string { return p.nm.NodeID() }
 
 // Serve serves until ctx ends.
 func (p *Plugin) Serve(ctx context.Context) error {
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- p.srv.Serve(p.ln) }()
 	go func() { errc <- p.web.Serve(p.lnHTTP) }()
 	go func() { errc <- p.shuf.Serve(p.lnShuf) }()
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go p.janitor.Run(bg)
+	if p.colocation != nil {
+		go func() {
+			if err := p.colocation.Start(bg); err != nil {
+				errc <- fmt.Errorf("colocation agent: %w", err)
+			}
+		}()
+	}
 	p.cfg.Logger.Info("node plugin serving", "nodeId", p.NodeID(), "address", p.ln.Addr().String(), "http", p.lnHTTP.Addr().String())
 	var err error
 	select {

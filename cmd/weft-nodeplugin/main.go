@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/plugin"
 	"github.com/weft-sh/weft/translator"
 )
@@ -35,7 +36,25 @@ func main() {
 	flag.StringVar(&kubeconfig, "kubeconfig", "in-cluster", "kubeconfig; \"in-cluster\" for the pod's service account")
 	flag.StringVar(&cfg.NodeManager.ClusterID, "cluster-id", "weft", "the cluster id of the weft-rm this node serves")
 	flag.StringVar(&cfg.NodeManager.Namespace, "namespace", "weft-jobs", "namespace of the pods of YARN applications")
-	flag.StringVar(&profile, "profile", "plain", "colocation profile for reclaimed resources: plain, katalyst, koordinator")
+	flag.StringVar(&profile, "profile", "weft", "colocation profile for reclaimed resources: weft (this plugin's colocation agent), katalyst, koordinator, plain")
+	coloc := plugin.Colocation{Defaults: colocation.DefaultConfig()}
+	d := &coloc.Defaults
+	runAgent := flag.Bool("colocation", true, "run the colocation agent (with --profile weft): publish reclaimable capacity as weft.io/reclaimed-*, bound the big box")
+	flag.StringVar(&coloc.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted (v1 or v2, detected)")
+	flag.StringVar(&coloc.CgroupDriver, "cgroup-driver", "cgroupfs", "the kubelet's cgroup driver: cgroupfs or systemd")
+	flag.StringVar(&coloc.ProcRoot, "proc-root", "/proc", "the node's /proc")
+	flag.StringVar(&coloc.SysRoot, "sys-root", "/sys", "the node's /sys")
+	flag.StringVar(&coloc.ConfigMap, "colocation-configmap", "weft-system/weft-colocation", "namespace/name of the ConfigMap whose "+colocation.ConfigKey+" overrides these flags cluster-wide")
+	flag.DurationVar(&d.Interval.Duration, "colocation-interval", d.Interval.Duration, "how often online usage is measured and the big box reconciled")
+	flag.Float64Var(&d.CPUWatermark, "cpu-watermark", d.CPUWatermark, "percent of the node's allocatable CPU online and batch work may use together")
+	flag.Float64Var(&d.MemoryWatermark, "memory-watermark", d.MemoryWatermark, "percent of the node's allocatable memory online and batch work may use together")
+	flag.Float64Var(&d.MemoryEvictionWatermark, "memory-eviction-watermark", d.MemoryEvictionWatermark, "node memory use, in percent of allocatable, above which batch pods are evicted, lowest tier first")
+	flag.DurationVar(&d.PeakWindow.Duration, "peak-window", d.PeakWindow.Duration, "online usage counts at its peak over this window")
+	flag.Float64Var(&d.Hysteresis, "hysteresis", d.Hysteresis, "percent of allocatable the reclaimable capacity must move before it is published again")
+	flag.DurationVar(&d.WindowGrace.Duration, "window-grace", d.WindowGrace.Duration, "no new batch work this long before a colocation window starts")
+	flag.DurationVar(&d.Cooldown.Duration, "eviction-cooldown", d.Cooldown.Duration, "no new batch work this long after an eviction")
+	flag.BoolVar(&d.CPUSet, "box-cpuset", d.CPUSet, "bind the big box to whole physical cores (hyper-thread siblings together)")
+	flag.BoolVar(&d.CPUIdle, "box-cpu-idle", d.CPUIdle, "put the big box in the kernel's idle scheduling class instead of the least CPU weight (conflicts with the kubelet's QoS cgroup updates)")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores (as weft-rm's)")
 	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	flag.StringVar(&cfg.ShuffleAddress, "shuffle-address", "127.0.0.1:13562", "MapReduce shuffle service address (mapreduce.shuffle.port)")
@@ -58,6 +77,13 @@ func main() {
 	p.MilliCPUPerVCore = *vcoreMilli
 	p.StrictCPU = *strictCPU
 	cfg.NodeManager.Profile = p
+	if p.Name == translator.Weft.Name && *runAgent {
+		if err := coloc.Defaults.Validate(); err != nil {
+			fmt.Fprintf(os.Stderr, "weft-nodeplugin: colocation: %v\n", err)
+			os.Exit(2)
+		}
+		cfg.Colocation = &coloc
+	}
 	if kubeconfig == "in-cluster" {
 		cfg.Kubernetes, err = rest.InClusterConfig()
 	} else {

@@ -64,6 +64,10 @@ type Config struct {
 	// NodeCooldown keeps new containers off a node for this long after the
 	// online load grew into Weft's capacity there (nodesync.Options.Cooldown).
 	NodeCooldown time.Duration
+	// CapacityStaleAfter is how old a node agent's heartbeat may be before
+	// the capacity it published is read as none
+	// (nodesync.Options.CapacityStaleAfter).
+	CapacityStaleAfter time.Duration
 	// BindParallelism is how many pod bindings are in flight at once
 	// (default podbinder's).
 	BindParallelism int
@@ -245,7 +249,8 @@ func (s *Server) init() error {
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
 		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
-			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown}
+			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown,
+			CapacityStaleAfter: s.cfg.CapacityStaleAfter}
 		if opts.Profile.CapacityFromCNR {
 			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)

@@ -138,7 +138,8 @@ func (y *yarnOnKube) fetchAMLog(app, file, query string) (string, error) {
 	return string(b), nil
 }
 
-// appByName finds an application's id by name through the REST API.
+// appByName finds an application's id by name through the REST API: the
+// newest of that name.
 func (y *yarnOnKube) appByName(name string) string {
 	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps")
 	if err != nil {
@@ -153,12 +154,13 @@ func (y *yarnOnKube) appByName(name string) string {
 	if json.NewDecoder(resp.Body).Decode(&body) != nil {
 		return ""
 	}
+	newest := ""
 	for _, a := range body.Apps.App {
-		if a.Name == name {
-			return a.ID
+		if a.Name == name && (len(a.ID) > len(newest) || len(a.ID) == len(newest) && a.ID > newest) {
+			newest = a.ID
 		}
 	}
-	return ""
+	return newest
 }
 
 // distShell runs DistributedShell's client, named name, and returns its

@@ -87,3 +87,10 @@ func ignoreNotFound(err error) error {
 	}
 	return err
 }
+
+func ignoreAlreadyExists(err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}

@@ -56,6 +56,11 @@ type WeftOnKubeOptions struct {
 	BinDir string
 	// RMArgs are weft-rm's extra flags (--queues, --preemption-grace).
 	RMArgs []string
+	// Profile is the colocation profile of weft-rm and the node plugin
+	// (default plain: capacity from requests, no agent).
+	Profile string
+	// PluginArgs are the node plugin's extra flags.
+	PluginArgs []string
 }
 
 // jobsNamespace holds the pods of YARN applications.
@@ -125,7 +130,10 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 
 	key := filepath.Join(opts.Work, "nm-master.key")
 	// Its own cluster id: a Weft deployed in the cluster may share the namespace.
-	runtimeFlags := []string{"--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", "e2e-" + filepath.Base(opts.Work),
+	if opts.Profile == "" {
+		opts.Profile = "plain"
+	}
+	runtimeFlags := []string{"--profile", opts.Profile, "--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", "e2e-" + filepath.Base(opts.Work),
 		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
 		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--host-path", spark.Home,
 		"--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
@@ -137,7 +145,7 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		return nil, err
 	}
 	w.plugin = exec.Command(filepath.Join(opts.BinDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP,
-		"--shuffle-address", shuffle, "--rm-webapp-address", web, "--cleanup-interval", "3s"}, runtimeFlags...)...)
+		"--shuffle-address", shuffle, "--rm-webapp-address", web, "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)...)
 	w.plugin.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
 	w.plugin.Stderr = w.plugin.Stdout
 	if err := w.plugin.Start(); err != nil {

@@ -1,0 +1,431 @@
+package colocation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/weft-sh/weft/bigdataplugin/cgroups"
+	"github.com/weft-sh/weft/translator"
+)
+
+// Annotations the agent keeps on its Node, so that a restarted agent
+// carries on where the last one stopped.
+const (
+	// AnnotationCooldownUntil is when the node takes new batch work again
+	// after an eviction (RFC 3339).
+	AnnotationCooldownUntil = "weft.io/colocation-cooldown-until"
+)
+
+// Reasons of the Events and the DisruptionTarget condition the agent
+// writes.
+const (
+	ReasonEvicted       = "EvictionByWeftColocation"
+	ReasonBlind         = "ColocationBlind"
+	ReasonConfigInvalid = "ColocationConfigInvalid"
+	ReasonCgroupWrite   = "ColocationCgroupWriteFailed"
+	ReasonRecovered     = "ColocationRecovered"
+)
+
+// Options configures an Agent.
+type Options struct {
+	// NodeName is the node the agent runs on.
+	NodeName string
+	// ConfigNamespace and ConfigName name the ConfigMap whose ConfigKey
+	// overrides Defaults; absent, Defaults hold.
+	ConfigNamespace, ConfigName string
+	// Defaults is the configuration from flags (DefaultConfig()).
+	Defaults Config
+	// Profile names the reclaimed resources batch pods request and the
+	// agent publishes (translator.Weft).
+	Profile translator.Profile
+	// FS is the node's cgroup hierarchy; ProcRoot is /proc. Without FS
+	// (the hierarchy could not be opened: an unexpected cgroup version or
+	// layout, said in Unusable) the agent runs blind: it offers nothing
+	// and says why, while the node plugin serves on.
+	FS       *cgroups.FS
+	Unusable error
+	ProcRoot string
+	// Box is the big box (FS and the CPU topology).
+	Box *Box
+	// NumCPU is the node's online CPUs.
+	NumCPU int
+	// HeartbeatInterval is how often the agent tells that its published
+	// numbers are current (translator.AnnotationReclaimedAt; default 20s),
+	// well within weft-rm's --capacity-stale-after.
+	HeartbeatInterval time.Duration
+	// Now is the clock (time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Metrics receives the agent's metrics; nil keeps them unregistered.
+	Metrics *Metrics
+}
+
+// Agent is the colocation agent of one node: a reconciler of its Node,
+// requeued every Config.Interval, that measures online usage, computes the
+// reclaimable capacity, bounds the big box to it, publishes it on the
+// Node, and evicts batch work when memory must come back.
+type Agent struct {
+	client client.Client
+	events record.EventRecorder
+	opts   Options
+	meter  *Meter
+	peaks  Peaks
+	hyst   Hysteresis
+	// lastHeartbeat is when the heartbeat annotation was last written.
+	lastHeartbeat time.Time
+	// problem is the reason of the last problem told in an Event, so each
+	// is told once, not every second.
+	problem string
+	// evicted are the batch pods killed recently, by UID: their memory is
+	// on its way back and must not make more pods go.
+	evicted map[string]time.Time
+}
+
+// NewAgent returns an agent that reads and writes through c and tells
+// Events through events.
+func NewAgent(c client.Client, events record.EventRecorder, opts Options) *Agent {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 20 * time.Second
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	return &Agent{client: c, events: events, opts: opts, evicted: map[string]time.Time{},
+		meter: &Meter{FS: opts.FS, ProcRoot: opts.ProcRoot, NumCPU: opts.NumCPU}}
+}
+
+// SetupWithManager runs the agent under mgr: its Node, and the ConfigMap,
+// start a reconcile; every reconcile requeues itself after the interval.
+func (a *Agent) SetupWithManager(mgr ctrl.Manager) error {
+	nodeRequest := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.opts.NodeName}}}
+	return ctrl.NewControllerManagedBy(mgr).Named("colocation").
+		// The Node's own updates (the kubelet's status, the agent's
+		// patches) need no reconcile of their own: the next one a second
+		// later reads them.
+		For(&corev1.Node{}, builder.WithPredicates(
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == a.opts.NodeName }),
+			predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if o.GetNamespace() == a.opts.ConfigNamespace && o.GetName() == a.opts.ConfigName {
+				return nodeRequest
+			}
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(a)
+}
+
+var _ reconcile.Reconciler = (*Agent)(nil)
+
+// batchPod is a batch pod of the node with what the agent needs of it.
+type batchPod struct {
+	pod       *corev1.Pod
+	path      string
+	requested Amount
+}
+
+// Reconcile measures, decides, enforces and publishes once. Problems are
+// told in Events and metrics, never returned: an error would requeue with
+// backoff and leave the box unwatched.
+func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	now := a.opts.Now()
+	interval := a.opts.Defaults.Interval.Duration
+	var node corev1.Node
+	if err := a.client.Get(ctx, types.NamespacedName{Name: a.opts.NodeName}, &node); err != nil {
+		a.opts.Logger.Error("colocation: read own node", "node", a.opts.NodeName, "err", err)
+		a.opts.Metrics.Errors.WithLabelValues("node").Inc()
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	if a.opts.FS == nil {
+		a.blind(ctx, &node, now, ReasonBlind, fmt.Errorf("cgroups: %w", a.opts.Unusable))
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	cfg, err := a.config(ctx)
+	if err != nil {
+		a.blind(ctx, &node, now, ReasonConfigInvalid, err)
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	interval = cfg.Interval.Duration
+	batch, err := a.batchPods(ctx)
+	if err != nil {
+		a.blind(ctx, &node, now, ReasonBlind, err)
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	refs := make([]PodCgroup, len(batch))
+	for i, b := range batch {
+		refs[i] = PodCgroup{UID: string(b.pod.UID), Path: b.path}
+	}
+	u, perPod, ok, err := a.meter.Measure(now, refs)
+	if err != nil {
+		a.blind(ctx, &node, now, ReasonBlind, err)
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	if !ok {
+		// Primed: the box stays as the last agent left it.
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	a.peaks.Observe(u, cfg.PeakWindow.Duration)
+	alloc := Amount{MilliCPU: node.Status.Allocatable.Cpu().MilliValue(), Memory: node.Status.Allocatable.Memory().Value()}
+	cooldownUntil, _ := time.Parse(time.RFC3339, node.Annotations[AnnotationCooldownUntil])
+	d := Decide(cfg, now, alloc, &a.peaks, cooldownUntil)
+
+	a.opts.Box.Idle = cfg.CPUIdle
+	limits, err := a.opts.Box.Enforce(d.Box, cfg.CPUSet)
+	if err != nil {
+		a.blind(ctx, &node, now, ReasonCgroupWrite, err)
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	for _, b := range batch {
+		if err := a.opts.Box.ConfinePod(b.path, b.requested); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			a.opts.Logger.Warn("colocation: confine batch pod", "pod", b.pod.Namespace+"/"+b.pod.Name, "err", err)
+			a.opts.Metrics.Errors.WithLabelValues("pod-cgroup").Inc()
+		}
+	}
+	if n := a.evict(ctx, &node, now, d, batch, perPod); n > 0 {
+		cooldownUntil = now.Add(cfg.Cooldown.Duration)
+		d.Offer, d.Why = Amount{}, "cooling down after an eviction"
+		node.Annotations = setAnnotation(node.Annotations, AnnotationCooldownUntil, cooldownUntil.UTC().Format(time.RFC3339))
+		a.lastHeartbeat = time.Time{} // write the cooldown now
+	}
+	if a.problem != "" {
+		a.events.Eventf(&node, corev1.EventTypeNormal, ReasonRecovered, "colocation agent measures and enforces again (was: %s)", a.problem)
+		a.problem = ""
+	}
+	a.publish(ctx, &node, now, d.Offer, alloc, cfg, cooldownUntil)
+	a.opts.Metrics.observe(u, d, limits)
+	return reconcile.Result{RequeueAfter: interval}, nil
+}
+
+// config is the flags' configuration with the ConfigMap's over it.
+func (a *Agent) config(ctx context.Context) (Config, error) {
+	cfg := a.opts.Defaults
+	if a.opts.ConfigName == "" {
+		return cfg, cfg.Validate()
+	}
+	var cm corev1.ConfigMap
+	err := a.client.Get(ctx, types.NamespacedName{Namespace: a.opts.ConfigNamespace, Name: a.opts.ConfigName}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return cfg, cfg.Validate()
+	case err != nil:
+		return cfg, fmt.Errorf("read ConfigMap %s/%s: %w", a.opts.ConfigNamespace, a.opts.ConfigName, err)
+	}
+	cfg, err = cfg.Merge(cm.Data[ConfigKey])
+	if err != nil {
+		return cfg, fmt.Errorf("ConfigMap %s/%s: %w", a.opts.ConfigNamespace, a.opts.ConfigName, err)
+	}
+	return cfg, nil
+}
+
+// batchPods are the node's pods that request the profile's reclaimed
+// resources and have not ended, with their cgroups in the box.
+func (a *Agent) batchPods(ctx context.Context) ([]batchPod, error) {
+	var pods corev1.PodList
+	// The manager's cache holds only this node's pods.
+	if err := a.client.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("list the node's pods: %w", err)
+	}
+	var out []batchPod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != a.opts.NodeName || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.UID == "" {
+			continue
+		}
+		mem, milli := a.opts.Profile.PodAmounts(p)
+		if mem == 0 && milli == 0 {
+			continue // online
+		}
+		out = append(out, batchPod{pod: p, path: a.opts.FS.PodPath(corev1.PodQOSBestEffort, string(p.UID)), requested: Amount{MilliCPU: milli, Memory: mem}})
+	}
+	return out, nil
+}
+
+// evict ends batch pods until d.EvictMemory is freed, lowest tier and
+// newest first. Each gets a DisruptionTarget condition saying why — the
+// RM reports the container PREEMPTED with it — then its processes are
+// killed. Pods killed within the last minute still count as freeing
+// their memory, so one pressure does not take more pods than it needs.
+func (a *Agent) evict(ctx context.Context, node *corev1.Node, now time.Time, d Decision, batch []batchPod, perPod map[string]Amount) int {
+	for uid, at := range a.evicted {
+		if now.Sub(at) > time.Minute {
+			delete(a.evicted, uid)
+		}
+	}
+	toFree := d.EvictMemory
+	var candidates []BatchPod
+	byUID := map[string]batchPod{}
+	for _, b := range batch {
+		uid := string(b.pod.UID)
+		if _, gone := a.evicted[uid]; gone {
+			toFree -= perPod[uid].Memory
+			continue
+		}
+		byUID[uid] = b
+		started := b.pod.CreationTimestamp.Time
+		if b.pod.Status.StartTime != nil {
+			started = b.pod.Status.StartTime.Time
+		}
+		candidates = append(candidates, BatchPod{Namespace: b.pod.Namespace, Name: b.pod.Name, UID: uid,
+			Tier: translator.Tier(b.pod.Labels[translator.LabelTier]), Started: started, WorkingSet: perPod[uid].Memory})
+	}
+	victims := Victims(candidates, toFree)
+	for _, v := range victims {
+		b := byUID[v.UID]
+		msg := fmt.Sprintf("%s; evicted by the colocation agent of node %s (tier %s, working set %d MiB)", d.EvictWhy, a.opts.NodeName, v.Tier, v.WorkingSet>>20)
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonEvicted, Message: msg, LastTransitionTime: metav1.NewTime(now)}}}})
+		if err := a.client.Status().Patch(ctx, b.pod, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+			// Online work comes first: the pod goes even if its AM will
+			// not learn why.
+			a.opts.Logger.Error("colocation: mark evicted pod", "pod", v.Namespace+"/"+v.Name, "err", err)
+		}
+		if err := a.kill(b); err != nil {
+			a.opts.Logger.Error("colocation: kill evicted pod", "pod", v.Namespace+"/"+v.Name, "err", err)
+			a.opts.Metrics.Errors.WithLabelValues("evict").Inc()
+			continue
+		}
+		a.evicted[v.UID] = now
+		a.opts.Metrics.Evictions.WithLabelValues(d.EvictKind, string(v.Tier)).Inc()
+		a.events.Eventf(b.pod, corev1.EventTypeWarning, "Evicted", "%s", msg)
+		a.events.Eventf(node, corev1.EventTypeWarning, ReasonEvicted, "evicted %s/%s: %s", v.Namespace, v.Name, msg)
+		a.opts.Logger.Info("colocation: evicted batch pod", "pod", v.Namespace+"/"+v.Name, "tier", v.Tier, "workingSet", v.WorkingSet, "why", d.EvictWhy)
+	}
+	return len(victims)
+}
+
+// kill ends a batch pod's running containers. Only the containers: the
+// sandbox's pause process lives in the pod's cgroup too, and ending it
+// would make the kubelet tear the sandbox down instead of reporting the
+// containers' exits. With no running container known, the whole pod's
+// cgroup goes.
+func (a *Agent) kill(b batchPod) error {
+	var paths []string
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), b.pod.Status.InitContainerStatuses...), b.pod.Status.ContainerStatuses...) {
+		if cs.State.Running == nil {
+			continue
+		}
+		if name, ok := containerCgroup(a.opts.FS.Driver(), cs.ContainerID); ok {
+			paths = append(paths, b.path+"/"+name)
+		}
+	}
+	if len(paths) == 0 {
+		paths = []string{b.path}
+	}
+	var errs []error
+	for _, p := range paths {
+		if err := a.opts.FS.Kill(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// containerCgroup is the name of a container's cgroup inside its pod's,
+// as the runtime names it under the kubelet's cgroup driver.
+func containerCgroup(d cgroups.Driver, containerID string) (string, bool) {
+	runtime, id, ok := strings.Cut(containerID, "://")
+	if !ok || id == "" {
+		return "", false
+	}
+	if d != cgroups.Systemd {
+		return id, true
+	}
+	prefix, ok := map[string]string{"containerd": "cri-containerd-", "cri-o": "crio-", "docker": "docker-"}[runtime]
+	return prefix + id + ".scope", ok
+}
+
+// blind is the fail-safe: the agent cannot measure, read its
+// configuration or write the box, so it offers nothing new (running work
+// keeps the box it has) and says why, once, in an Event on the Node.
+func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, reason string, err error) {
+	a.opts.Logger.Error("colocation: offering no batch capacity", "reason", reason, "err", err)
+	a.opts.Metrics.Errors.WithLabelValues(reason).Inc()
+	a.opts.Metrics.Blind.Set(1)
+	if msg := reason + ": " + err.Error(); msg != a.problem {
+		a.events.Eventf(node, corev1.EventTypeWarning, reason, "colocation agent offers no batch capacity: %v", err)
+		a.problem = msg
+	}
+	a.hyst.Reset()
+	a.publish(ctx, node, now, Amount{}, Amount{}, a.opts.Defaults, time.Time{})
+}
+
+// publish writes offer into the Node's capacity and allocatable as the
+// profile's extended resources, so that the kubelet admits batch pods by
+// it and weft-rm schedules by it; and the heartbeat that says the number
+// is current.
+func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, alloc Amount, cfg Config, cooldownUntil time.Time) {
+	shown := Amount{}
+	if q, ok := node.Status.Allocatable[a.opts.Profile.CPU]; ok {
+		shown.MilliCPU = q.Value()
+	}
+	if q, ok := node.Status.Allocatable[a.opts.Profile.Memory]; ok {
+		shown.Memory = q.Value()
+	}
+	value, changed := a.hyst.Next(offer, alloc, cfg.Hysteresis)
+	_, present := node.Status.Allocatable[a.opts.Profile.CPU]
+	if changed || value != shown || !present {
+		list := map[corev1.ResourceName]resource.Quantity{
+			a.opts.Profile.CPU:    *resource.NewQuantity(value.MilliCPU, resource.DecimalSI),
+			a.opts.Profile.Memory: *resource.NewQuantity(value.Memory, resource.BinarySI),
+		}
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"capacity": list, "allocatable": list}})
+		if err := a.client.Status().Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			a.opts.Logger.Error("colocation: publish reclaimable capacity", "err", err)
+			a.opts.Metrics.Errors.WithLabelValues("publish").Inc()
+			a.hyst.Reset()
+			return
+		}
+		a.lastHeartbeat = time.Time{}
+	}
+	a.opts.Metrics.Offered.WithLabelValues("cpu").Set(float64(value.MilliCPU))
+	a.opts.Metrics.Offered.WithLabelValues("memory").Set(float64(value.Memory))
+	if now.Sub(a.lastHeartbeat) < a.opts.HeartbeatInterval {
+		return
+	}
+	ann := map[string]any{translator.AnnotationReclaimedAt: now.UTC().Format(time.RFC3339)}
+	if !cooldownUntil.IsZero() {
+		ann[AnnotationCooldownUntil] = cooldownUntil.UTC().Format(time.RFC3339)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err := a.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		a.opts.Logger.Error("colocation: heartbeat", "err", err)
+		a.opts.Metrics.Errors.WithLabelValues("publish").Inc()
+		return
+	}
+	a.lastHeartbeat = now
+}
+
+func setAnnotation(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}

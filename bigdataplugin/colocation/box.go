@@ -1,0 +1,168 @@
+package colocation
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/weft-sh/weft/bigdataplugin/cgroups"
+	"github.com/weft-sh/weft/bigdataplugin/procstat"
+)
+
+// Box is the big box: the kubelet's BestEffort QoS cgroup
+// (kubepods/besteffort), which holds every batch pod of the node, since a
+// pod requesting only extended resources is BestEffort. Its limits bound
+// all batch work together, whatever each pod asked for.
+type Box struct {
+	FS *cgroups.FS
+	// Cgroup is the box's path in the hierarchy; default the kubelet's
+	// BestEffort QoS cgroup under FS's driver.
+	Cgroup string
+	// Period is the CFS period of the box's quota (default 100ms).
+	Period time.Duration
+	// Cores is the node's CPU topology, for a cpuset of whole cores.
+	Cores []procstat.Core
+	// Idle puts the box in the kernel's idle scheduling class (cpu.idle)
+	// instead of giving it the least weight: its tasks then run only
+	// where no other task wants the CPU. Off by default: the kernel
+	// refuses a weight on an idle group, and the kubelet rewrites the
+	// BestEffort cgroup's weight every minute — that update would fail,
+	// and with it the kubelet's update of the Burstable cgroup's weight
+	// that online pods rely on.
+	Idle bool
+}
+
+// Limits is what the box was set to.
+type Limits struct {
+	// CPUQuota is the CFS quota per Period.
+	CPUQuota, Period time.Duration
+	// Memory is the box's memory limit; it is never set below what the
+	// box holds, which eviction, not the kernel's OOM killer, takes back.
+	Memory int64
+	// CPUs is the box's cpuset, empty when not bound.
+	CPUs string
+}
+
+// MinShares is the kubelet's and the kernel's least CPU weight: batch
+// work gets CPU only where online work leaves it idle.
+const MinShares = 2
+
+// Path is the box's cgroup path.
+func (b *Box) Path() string {
+	if b.Cgroup != "" {
+		return b.Cgroup
+	}
+	return b.FS.QOSPath(corev1.PodQOSBestEffort)
+}
+
+// Enforce sets the box to the amount batch work may use: its CFS quota to
+// a.MilliCPU (shrinking it gives CPU back to online work within a
+// period: batch only slows down), the least CPU weight (or the idle
+// scheduling class, with Idle), its memory limit to a.Memory
+// or what the box holds if that is more, and with cpuset the fewest whole
+// cores that hold its quota.
+func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
+	path := b.Path()
+	period := b.Period
+	if period <= 0 {
+		period = 100 * time.Millisecond
+	}
+	l := Limits{Period: period, CPUQuota: max(time.Millisecond, time.Duration(a.MilliCPU)*period/1000)}
+	var errs []error
+	if err := b.FS.SetCPUQuota(path, l.CPUQuota, period); err != nil {
+		errs = append(errs, fmt.Errorf("box CPU quota: %w", err))
+	}
+	// The kernel refuses a CPU weight on an idle group, so it is one or
+	// the other: idle, where asked for, else the least weight.
+	if err := b.FS.SetCPUIdle(path, b.Idle); err != nil && !errors.Is(err, cgroups.ErrUnsupported) {
+		errs = append(errs, fmt.Errorf("box CPU idle: %w", err))
+	}
+	if !b.Idle {
+		if err := b.FS.SetCPUShares(path, MinShares); err != nil {
+			errs = append(errs, fmt.Errorf("box CPU weight: %w", err))
+		}
+	}
+	mem, err := b.setMemory(path, a.Memory)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("box memory limit: %w", err))
+	}
+	l.Memory = mem
+	if cpuset && len(b.Cores) > 0 {
+		l.CPUs = procstat.FormatCPUList(procstat.WholeCores(b.Cores, a.MilliCPU))
+		if l.CPUs == "" {
+			// No core at all would leave the box's tasks nowhere to run;
+			// the quota keeps them to a trickle on one core instead.
+			l.CPUs = procstat.FormatCPUList(procstat.WholeCores(b.Cores, 1))
+		}
+		if err := b.FS.SetCPUSetTree(path, l.CPUs); err != nil {
+			errs = append(errs, fmt.Errorf("box cpuset: %w", err))
+		}
+	}
+	return l, errors.Join(errs...)
+}
+
+// setMemory sets the box's memory limit to limit, but never below what
+// the box holds now: a limit under its usage makes the kernel reclaim and,
+// failing that, OOM-kill inside the box at once (cgroup v2; v1 refuses
+// with EBUSY). Batch work then cannot grow, and eviction — lowest tier
+// first, reported to the AM — frees the rest.
+func (b *Box) setMemory(path string, limit int64) (int64, error) {
+	st, err := b.FS.Memory(path)
+	if err != nil {
+		return 0, err
+	}
+	const mib = 1 << 20
+	limit = max(limit, (int64(st.Usage)+mib-1)/mib*mib)
+	return limit, b.FS.SetMemoryLimit(path, limit)
+}
+
+// Release lifts the box's limits (quota and memory unlimited, every CPU):
+// batch work is then bounded only by its weight.
+func (b *Box) Release() error {
+	path := b.Path()
+	errs := []error{b.FS.SetCPUQuota(path, -1, 100*time.Millisecond), b.FS.SetMemoryLimit(path, -1)}
+	if len(b.Cores) > 0 {
+		var all []int
+		for _, c := range b.Cores {
+			all = append(all, c...)
+		}
+		errs = append(errs, b.FS.SetCPUSetTree(path, procstat.FormatCPUList(all)))
+	}
+	return errors.Join(errs...)
+}
+
+// OOMScoreAdj is what every batch process gets: first in line for the
+// kernel's OOM killer, before any online process.
+const OOMScoreAdj = 1000
+
+// ConfinePod limits one batch pod's own cgroup to what it requested: its
+// memory as a hard limit, as YARN enforces a container's memory, and a
+// CPU weight in proportion to its CPU inside the box; its processes get
+// OOMScoreAdj.
+func (b *Box) ConfinePod(path string, requested Amount) error {
+	var errs []error
+	if requested.Memory > 0 {
+		if cur, err := b.FS.MemoryLimit(path); err != nil || cur != requested.Memory {
+			if err := b.FS.SetMemoryLimit(path, requested.Memory); err != nil && !errors.Is(err, cgroups.ErrBusy) {
+				errs = append(errs, fmt.Errorf("pod memory limit: %w", err))
+			}
+		}
+	}
+	if requested.MilliCPU > 0 {
+		if err := b.FS.SetCPUShares(path, uint64(max(MinShares, requested.MilliCPU*1024/1000))); err != nil {
+			errs = append(errs, fmt.Errorf("pod CPU weight: %w", err))
+		}
+	}
+	pids, err := b.FS.Procs(path)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("pod processes: %w", err))
+	}
+	for _, pid := range pids {
+		if err := b.FS.SetOOMScoreAdj(pid, OOMScoreAdj); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
