@@ -16,12 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -123,9 +123,9 @@ func NewAgent(c client.Client, events record.EventRecorder, opts Options) *Agent
 
 // SetupWithManager runs the agent under mgr: its Node, and the ConfigMap,
 // start a reconcile; every reconcile requeues itself after the interval.
-func (a *Agent) SetupWithManager(mgr ctrl.Manager) error {
+func (a *Agent) SetupWithManager(mgr manager.Manager) error {
 	nodeRequest := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.opts.NodeName}}}
-	return ctrl.NewControllerManagedBy(mgr).Named("colocation").
+	return builder.ControllerManagedBy(mgr).Named("colocation").
 		// The Node's own updates (the kubelet's status, the agent's
 		// patches) need no reconcile of their own: the next one a second
 		// later reads them.

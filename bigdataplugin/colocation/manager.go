@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -19,8 +19,10 @@ import (
 // bound to it and the configuration ConfigMap — so a node's agent costs
 // the API server one node's worth of watches, whatever the cluster's
 // size. Its own metrics and health servers are off: the node plugin
-// serves the agent's metrics.
-func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+// serves the agent's metrics. (The package controller-runtime itself is
+// not imported anywhere in Weft: it registers a --kubeconfig flag on the
+// process's flags, which Weft's commands define themselves.)
+func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -35,7 +37,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			Field:      fields.OneTermEqualSelector("metadata.name", o.ConfigName),
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                 scheme,
 		Cache:                  cache.Options{ByObject: byObject},
 		Metrics:                metricsserver.Options{BindAddress: "0"},

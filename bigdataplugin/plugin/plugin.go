@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
@@ -99,7 +99,7 @@ type Plugin struct {
 	// localizer cache under its size.
 	janitor *janitor.Janitor
 	// colocation runs the colocation agent; nil without one.
-	colocation ctrl.Manager
+	colocation manager.Manager
 }
 
 // New binds the listener.
@@ -205,7 +205,7 @@ func New(cfg Config) (*Plugin, error) {
 
 // newColocation sets up the colocation agent under a controller-runtime
 // manager of its own.
-func newColocation(cfg Config, reg prometheus.Registerer) (ctrl.Manager, error) {
+func newColocation(cfg Config, reg prometheus.Registerer) (manager.Manager, error) {
 	c := cfg.Colocation
 	opts := colocation.Options{
 		NodeName: cfg.NodeManager.NodeName, Defaults: c.Defaults, Profile: translator.Weft, ProcRoot: c.ProcRoot,
