@@ -14,17 +14,17 @@ build:
 
 # Regenerates the committed protobuf Go code byte for byte. protoc comes from
 # Debian's protobuf-compiler (3.21), protoc-gen-go is pinned as a go.mod tool.
-# controller-gen (pinned as a go.mod tool) makes the Queue API's deepcopy
-# and its CRD.
+# controller-gen (pinned as a go.mod tool) makes the Queue and TidePool
+# APIs' deepcopy and their CRDs.
 generate: deps
 	protoc -I protos --plugin=protoc-gen-go=$$($(GO) tool -n protoc-gen-go) \
 		--go_out=. --go_opt=module=$(MODULE) $(PROTO_FILES)
-	$(GO) tool controller-gen object paths=./quota/api/...
-	$(GO) tool controller-gen crd paths=./quota/api/... output:crd:dir=deploy/crds
+	$(GO) tool controller-gen object paths=./quota/api/... paths=./scheduler/tide/api/...
+	$(GO) tool controller-gen crd paths=./quota/api/... paths=./scheduler/tide/api/... output:crd:dir=deploy/crds
 
 verify-generate: generate
-	@git diff --exit-code -- protos quota/api deploy/crds || { echo "generated code is stale: run make generate"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- protos quota/api deploy/crds)" || { echo "make generate made files that are not in git"; exit 1; }
+	@git diff --exit-code -- protos quota/api scheduler/tide/api deploy/crds || { echo "generated code is stale: run make generate"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- protos quota/api scheduler/tide/api deploy/crds)" || { echo "make generate made files that are not in git"; exit 1; }
 
 # Installs what the tests need from Debian when missing (CI runs as root).
 deps:

@@ -1,0 +1,208 @@
+// Package tide is the tidal controller: it lends whole nodes of a
+// TidePool to batch work while the online services' deployment level is
+// below the pool's watermark, and takes them back, after notice, when it
+// rises — ByteDance's first and safest colocation. A node walks Online →
+// OnlineToOffline → Offline → OfflineToOnline → Online; the state lives
+// on the Node (a label, taints, annotations), so a restarted controller
+// carries on every move from where it stood.
+//
+// Plan decides which nodes move, from a view of the pool; the reconciler
+// (controller.go) drives each node through its states.
+package tide
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+)
+
+// NodeView is what the planner knows of one of the pool's nodes.
+type NodeView struct {
+	Name  string
+	State v1alpha1.NodeState
+	// Ready is false for a node that is not Ready or is cordoned: it
+	// counts for nothing and is never chosen.
+	Ready bool
+	// MilliCPU is the node's allocatable CPU.
+	MilliCPU int64
+	// OnlineMilliCPU is what the online pods on it request; OnlinePods
+	// counts them (DaemonSets' and batch pods are not online work to
+	// move); DeletionCost adds up their pod-deletion-cost.
+	OnlineMilliCPU int64
+	OnlinePods     int
+	DeletionCost   int64
+	// BatchPods counts the batch pods on it: the fewer, the cheaper to
+	// take back.
+	BatchPods int
+}
+
+// Plan is one decision over a pool.
+type Plan struct {
+	// LevelPercent is the online deployment level: what online pods
+	// request (pending ones included) over the CPU of the nodes online
+	// work may use.
+	LevelPercent int32
+	// Lend are Online nodes to start lending (→ OnlineToOffline).
+	Lend []string
+	// Abort are nodes on their way to batch to bring straight back
+	// (OnlineToOffline → Online): they hold no batch work yet.
+	Abort []string
+	// Reclaim are Offline nodes to start taking back (→ OfflineToOnline).
+	Reclaim []string
+	// Reason says why, for Events and the pool's transitions.
+	Reason string
+}
+
+// Reasons of a plan.
+const (
+	ReasonBelowWatermark = "LevelBelowWatermark"
+	ReasonAboveBand      = "LevelAboveBand"
+	ReasonOnlinePending  = "OnlinePending"
+	ReasonTimedWindow    = "TimedWindow"
+)
+
+// Decide plans a pool's moves at now. pendingMilliCPU is what online pods
+// that no node took yet request: they are demand the level must count.
+//
+// Lending takes, in the policy's order, every Online node whose removal
+// keeps the level at or under the watermark, the pool's minimum of online
+// nodes (raised by a timed window in effect) and its cap of lent nodes
+// allowing — many nodes in one decision, none while any node is being
+// taken back. Taking back starts once the level passes the watermark plus
+// the band, online pods wait, or a timed window wants more nodes online:
+// first the nodes still on their way to batch, then Offline nodes with
+// the fewest batch pods, until the level is back at the watermark.
+func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64, now time.Time) Plan {
+	watermark := int64(cmp.Or(spec.WatermarkPercent, 90))
+	band := int64(spec.BandPercent)
+	var capacity, returning, demand int64
+	online, lent, toOnline := 0, 0, 0
+	for _, n := range nodes {
+		demand += n.OnlineMilliCPU
+		switch n.State {
+		case v1alpha1.StateOnline, "":
+			if n.Ready {
+				capacity += n.MilliCPU
+				online++
+			}
+		case v1alpha1.StateOfflineToOnline:
+			returning += n.MilliCPU
+			toOnline++
+			lent++
+		default:
+			lent++
+		}
+	}
+	demand += pendingMilliCPU
+	p := Plan{LevelPercent: percent(demand, capacity)}
+	minOnline := int(spec.MinOnlineNodes)
+	for _, w := range spec.Windows {
+		if !now.Before(w.From.Time) && now.Before(w.To.Time) {
+			minOnline = max(minOnline, int(w.OnlineNodes))
+		}
+	}
+	fits := func(capacity int64) bool { return demand*100 <= watermark*capacity }
+
+	wantBack := ""
+	switch {
+	case online+toOnline < minOnline:
+		wantBack = ReasonTimedWindow
+	case pendingMilliCPU > 0:
+		wantBack = ReasonOnlinePending
+	case int64(p.LevelPercent) > watermark+band:
+		wantBack = ReasonAboveBand
+	}
+	if wantBack != "" {
+		p.Reason = wantBack
+		// Nodes still on their way to batch come back first. Pending
+		// online pods want at least one node on its way back.
+		total := capacity + returning
+		satisfied := func() bool {
+			return fits(total) && online+toOnline >= minOnline && (pendingMilliCPU == 0 || toOnline > 0 || len(p.Abort) > 0)
+		}
+		for _, n := range byName(nodes, v1alpha1.StateOnlineToOffline) {
+			if satisfied() {
+				break
+			}
+			if n.Ready {
+				p.Abort = append(p.Abort, n.Name)
+				total += n.MilliCPU
+				online++
+			}
+		}
+		offline := byName(nodes, v1alpha1.StateOffline)
+		slices.SortStableFunc(offline, func(a, b NodeView) int { return cmp.Compare(a.BatchPods, b.BatchPods) })
+		for _, n := range offline {
+			if satisfied() {
+				break
+			}
+			if n.Ready {
+				p.Reclaim = append(p.Reclaim, n.Name)
+				total += n.MilliCPU
+				toOnline++
+			}
+		}
+		return p
+	}
+	if toOnline > 0 || int64(p.LevelPercent) >= watermark {
+		return p
+	}
+	candidates := byName(nodes, v1alpha1.StateOnline)
+	slices.SortStableFunc(candidates, func(a, b NodeView) int {
+		if spec.Policy == v1alpha1.PolicyDeletionCost {
+			if c := cmp.Compare(a.DeletionCost, b.DeletionCost); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.OnlinePods, b.OnlinePods); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.OnlineMilliCPU, b.OnlineMilliCPU)
+	})
+	for _, n := range candidates {
+		if !n.Ready || online-1 < minOnline || (spec.MaxLentNodes != nil && lent >= int(*spec.MaxLentNodes)) {
+			continue
+		}
+		if !fits(capacity - n.MilliCPU) {
+			continue
+		}
+		p.Lend = append(p.Lend, n.Name)
+		capacity -= n.MilliCPU
+		online--
+		lent++
+	}
+	if len(p.Lend) > 0 {
+		p.Reason = ReasonBelowWatermark
+	}
+	return p
+}
+
+// byName is the nodes in state s (Online includes a node without one),
+// in name order.
+func byName(nodes []NodeView, s v1alpha1.NodeState) []NodeView {
+	var out []NodeView
+	for _, n := range nodes {
+		if n.State == s || (s == v1alpha1.StateOnline && n.State == "") {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeView) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func percent(part, whole int64) int32 {
+	if whole <= 0 {
+		if part > 0 {
+			return 1000 // demand with no capacity at all: far above any watermark
+		}
+		return 0
+	}
+	return int32(part * 100 / whole)
+}
+
+func (p Plan) String() string {
+	return fmt.Sprintf("level %d%%: lend %v, abort %v, reclaim %v (%s)", p.LevelPercent, p.Lend, p.Abort, p.Reclaim, p.Reason)
+}
