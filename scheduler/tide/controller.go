@@ -1,0 +1,491 @@
+package tide
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/translator"
+)
+
+// Options configures a Reconciler.
+type Options struct {
+	// BatchSchedulerName is Weft's scheduler: pods it binds are batch
+	// work, as are the pods of Weft's YARN containers.
+	BatchSchedulerName string
+	// Caller calls hooks (HTTPCaller).
+	Caller Caller
+	// Now is the clock (time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Busy is how soon a pool with a move under way is looked at again
+	// (default 2s); Idle, one without (default 30s): node and pod
+	// changes wake it before then.
+	Busy, Idle time.Duration
+}
+
+// Reconciler drives TidePools: one reconcile plans the pool's moves and
+// takes each moving node one step further. It keeps nothing in memory
+// that the Nodes do not hold.
+type Reconciler struct {
+	client client.Client
+	events record.EventRecorder
+	opts   Options
+}
+
+// NewReconciler returns a Reconciler over c.
+func NewReconciler(c client.Client, events record.EventRecorder, opts Options) *Reconciler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Caller == nil {
+		opts.Caller = HTTPCaller{}
+	}
+	opts.Busy = cmp.Or(opts.Busy, 2*time.Second)
+	opts.Idle = cmp.Or(opts.Idle, 30*time.Second)
+	return &Reconciler{client: c, events: events, opts: opts}
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// podNodeIndex indexes pods by the node they are bound to.
+const podNodeIndex = "spec.nodeName"
+
+// SetupWithManager runs the reconciler under mgr: a pool is reconciled
+// when it changes, when one of its nodes does, and when pods come, go or
+// wait (the level moves).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return err
+	}
+	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools v1alpha1.TidePoolList
+		if err := r.client.List(ctx, &pools); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(pools.Items))
+		for i, p := range pools.Items {
+			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
+		}
+		return out
+	})
+	return builder.ControllerManagedBy(mgr).Named("tide").
+		For(&v1alpha1.TidePool{}).
+		Watches(&corev1.Node{}, allPools).
+		Watches(&corev1.Pod{}, allPools).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// Condition types of a pool.
+const (
+	ConditionReady  = "Ready"
+	ConditionMoving = "Moving"
+)
+
+// Reconcile plans a pool's moves and drives its moving nodes.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	now := r.opts.Now()
+	var pool v1alpha1.TidePool
+	if err := r.client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	nodes, conflict, err := r.claim(ctx, &pool)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	status := pool.Status.DeepCopy()
+	status.ObservedGeneration = pool.Generation
+	if conflict != "" {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+			Reason: "NodeClaimedByAnotherPool", Message: conflict, ObservedGeneration: pool.Generation})
+		r.events.Event(&pool, corev1.EventTypeWarning, "NodeClaimedByAnotherPool", conflict)
+		return reconcile.Result{RequeueAfter: r.opts.Idle}, r.writeStatus(ctx, &pool, status)
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
+		Reason: "Valid", Message: fmt.Sprintf("%d nodes", len(nodes)), ObservedGeneration: pool.Generation})
+
+	pods, err := r.podsByNode(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	views := make([]NodeView, len(nodes))
+	for i, n := range nodes {
+		views[i] = r.view(n, pods[n.Name])
+	}
+	plan := Decide(pool.Spec, views, r.pendingOnline(pods[""]), now)
+	status.LevelPercent = plan.LevelPercent
+	byName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	var errs []error
+	for _, move := range []struct {
+		names []string
+		to    v1alpha1.NodeState
+	}{{plan.Lend, v1alpha1.StateOnlineToOffline}, {plan.Abort, v1alpha1.StateOnline}, {plan.Reclaim, v1alpha1.StateOfflineToOnline}} {
+		for _, name := range move.names {
+			errs = append(errs, r.move(ctx, &pool, status, byName[name], move.to, plan.Reason, now))
+		}
+	}
+	for _, n := range nodes {
+		errs = append(errs, r.drive(ctx, &pool, status, n, pods[n.Name], now))
+	}
+	counts, moving := v1alpha1.NodeCounts{}, false
+	for _, n := range nodes {
+		switch StateOf(n) {
+		case v1alpha1.StateOnline:
+			counts.Online++
+		case v1alpha1.StateOnlineToOffline:
+			counts.OnlineToOffline++
+			moving = true
+		case v1alpha1.StateOffline:
+			counts.Offline++
+		case v1alpha1.StateOfflineToOnline:
+			counts.OfflineToOnline++
+			moving = true
+		}
+	}
+	status.Nodes = counts
+	movingCond := metav1.Condition{Type: ConditionMoving, Status: metav1.ConditionFalse, Reason: "Settled", ObservedGeneration: pool.Generation}
+	if moving {
+		movingCond.Status, movingCond.Reason = metav1.ConditionTrue, "NodesInTransition"
+		movingCond.Message = fmt.Sprintf("%d nodes on their way to batch, %d on their way back", counts.OnlineToOffline, counts.OfflineToOnline)
+	}
+	meta.SetStatusCondition(&status.Conditions, movingCond)
+	errs = append(errs, r.writeStatus(ctx, &pool, status))
+	after := r.opts.Idle
+	if moving {
+		after = r.opts.Busy
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.opts.Logger.Error("tide: reconcile", "pool", pool.Name, "err", err)
+	}
+	// Errors are retried on the next look, not with the workqueue's
+	// backoff: a failing hook or a PDB that refuses an eviction is
+	// expected and must not slow the pool's other nodes.
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// claim lists the pool's nodes and labels them as its own. A node another
+// existing pool claims is a conflict: the pool moves nothing.
+func (r *Reconciler) claim(ctx context.Context, pool *v1alpha1.TidePool) ([]*corev1.Node, string, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&pool.Spec.NodeSelector)
+	if err != nil {
+		return nil, fmt.Sprintf("invalid nodeSelector: %v", err), nil
+	}
+	if sel.Empty() {
+		sel = labels.Nothing() // an empty selector would take every node: refuse it
+	}
+	var list corev1.NodeList
+	if err := r.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, "", fmt.Errorf("list nodes: %w", err)
+	}
+	var nodes []*corev1.Node
+	var taken []string
+	for i := range list.Items {
+		n := &list.Items[i]
+		owner := n.Labels[LabelPool]
+		if owner != "" && owner != pool.Name {
+			var other v1alpha1.TidePool
+			err := r.client.Get(ctx, types.NamespacedName{Name: owner}, &other)
+			if err == nil {
+				taken = append(taken, n.Name+" (pool "+owner+")")
+				continue
+			}
+			if !apierrors.IsNotFound(err) {
+				return nil, "", err
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	if len(taken) > 0 {
+		return nil, "nodes claimed by another pool first: " + strings.Join(taken, ", "), nil
+	}
+	for _, n := range nodes {
+		if n.Labels[LabelPool] != pool.Name {
+			orig := n.DeepCopy()
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[LabelPool] = pool.Name
+			if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
+				return nil, "", fmt.Errorf("claim node %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nodes, "", nil
+}
+
+// podsByNode is the cluster's live pods by node ("" for those not bound).
+func (r *Reconciler) podsByNode(ctx context.Context) (map[string][]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out := map[string][]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+	}
+	return out, nil
+}
+
+// kind of a pod, as the tide sees it.
+type kind int
+
+const (
+	online kind = iota
+	batch
+	// pinned are pods that stay whatever the tide: DaemonSets' and
+	// static (mirror) pods.
+	pinned
+)
+
+func (r *Reconciler) kindOf(p *corev1.Pod) kind {
+	if p.Spec.SchedulerName == r.opts.BatchSchedulerName && r.opts.BatchSchedulerName != "" || p.Labels[translator.LabelManagedBy] == "weft" {
+		return batch
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return pinned
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return pinned
+		}
+	}
+	return online
+}
+
+// view is what the planner knows of a node.
+func (r *Reconciler) view(n *corev1.Node, pods []*corev1.Pod) NodeView {
+	v := NodeView{Name: n.Name, State: StateOf(n), Ready: ready(n) && !n.Spec.Unschedulable, MilliCPU: n.Status.Allocatable.Cpu().MilliValue()}
+	for _, p := range pods {
+		switch r.kindOf(p) {
+		case online:
+			v.OnlinePods++
+			v.OnlineMilliCPU += cpuRequest(p)
+			if c, err := parseInt(p.Annotations[deletionCost]); err == nil {
+				v.DeletionCost += c
+			}
+		case batch:
+			v.BatchPods++
+		}
+	}
+	return v
+}
+
+// pendingOnline is what unschedulable online pods request: demand no node
+// took.
+func (r *Reconciler) pendingOnline(unbound []*corev1.Pod) int64 {
+	var sum int64
+	for _, p := range unbound {
+		if r.kindOf(p) != online || p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				sum += max(1, cpuRequest(p))
+			}
+		}
+	}
+	return sum
+}
+
+// move starts a node's move to s (or, for an abort, ends it at Online).
+func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, s v1alpha1.NodeState, reason string, now time.Time) error {
+	if n == nil {
+		return nil
+	}
+	from := StateOf(n)
+	orig := n.DeepCopy()
+	setState(n, s, now)
+	if s == v1alpha1.StateOfflineToOnline {
+		n.Annotations[AnnotationDeadline] = now.Add(notice(pool)).UTC().Format(time.RFC3339)
+	}
+	if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
+		*n = *orig
+		return fmt.Errorf("node %s → %s: %w", n.Name, s, err)
+	}
+	r.record(pool, status, n, from, s, reason, now)
+	return nil
+}
+
+// record tells a transition: Events on the node and the pool, the pool's
+// last transitions.
+func (r *Reconciler) record(pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, from, to v1alpha1.NodeState, reason string, now time.Time) {
+	msg := fmt.Sprintf("node %s: %s → %s (%s)", n.Name, from, to, reason)
+	r.events.Event(n, corev1.EventTypeNormal, "Tide"+string(to), msg)
+	r.events.Event(pool, corev1.EventTypeNormal, "Tide"+string(to), msg)
+	r.opts.Logger.Info("tide: transition", "pool", pool.Name, "node", n.Name, "from", from, "to", to, "reason", reason)
+	status.LastTransitions = append([]v1alpha1.Transition{{Node: n.Name, From: from, To: to, At: metav1.NewTime(now), Reason: reason}}, status.LastTransitions...)
+	if len(status.LastTransitions) > 20 {
+		status.LastTransitions = status.LastTransitions[:20]
+	}
+}
+
+// drive takes a node in an intermediate state one step further.
+//
+// On its way to batch: its online pods are evicted through the Eviction
+// API (their PodDisruptionBudgets decide how fast); once none is left and
+// the hooks answered, it is Offline. A drain that outlasts the pool's
+// DrainTimeout brings the node back to Online, with an Event.
+//
+// On its way back: its batch work had the notice to finish (weft-rm tells
+// the AMs); at the deadline what is left is evicted, lowest tier first;
+// once none is left and the hooks answered, it is Online.
+func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, pods []*corev1.Pod, now time.Time) error {
+	state := StateOf(n)
+	var leaving []*corev1.Pod
+	var target, back v1alpha1.NodeState
+	switch state {
+	case v1alpha1.StateOnlineToOffline:
+		target, back = v1alpha1.StateOffline, v1alpha1.StateOnline
+		if t := since(n); !t.IsZero() && now.Sub(t) > drainTimeout(pool) {
+			r.events.Eventf(n, corev1.EventTypeWarning, "TideDrainTimeout", "online pods did not leave node %s within %s: back to Online", n.Name, drainTimeout(pool))
+			return r.move(ctx, pool, status, n, back, "DrainTimeout", now)
+		}
+		for _, p := range pods {
+			if r.kindOf(p) == online {
+				leaving = append(leaving, p)
+			}
+		}
+	case v1alpha1.StateOfflineToOnline:
+		target = v1alpha1.StateOnline
+		for _, p := range pods {
+			if r.kindOf(p) == batch {
+				leaving = append(leaving, p)
+			}
+		}
+		deadline, _ := time.Parse(time.RFC3339, n.Annotations[AnnotationDeadline])
+		if len(leaving) > 0 && now.Before(deadline) {
+			return nil // the notice runs
+		}
+		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int { return cmp.Compare(tierRank(a), tierRank(b)) })
+	default:
+		return nil
+	}
+	if len(leaving) > 0 {
+		var errs []error
+		for _, p := range leaving {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+			if err := r.client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
+				// 429: a PodDisruptionBudget holds it for now.
+				errs = append(errs, fmt.Errorf("evict %s/%s from %s: %w", p.Namespace, p.Name, n.Name, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	from := v1alpha1.StateOnline
+	if state == v1alpha1.StateOfflineToOnline {
+		from = v1alpha1.StateOffline
+	}
+	orig := n.DeepCopy()
+	done := hooksDone(n, state)
+	var failed []error
+	for _, h := range append(hooksFor(pool.Spec.Hooks, state), hooksFor(pool.Spec.Hooks, target)...) {
+		if done[h.Name] {
+			continue
+		}
+		if err := r.opts.Caller.Call(ctx, h, HookCall{Pool: pool.Name, Node: n.Name, From: from, To: target}); err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		done[h.Name] = true
+		markHookDone(n, state, h.Name)
+	}
+	if len(failed) > 0 {
+		err := errors.Join(failed...)
+		r.events.Eventf(n, corev1.EventTypeWarning, "TideHookFailed", "node %s stays %s: %v", n.Name, state, err)
+		if perr := r.client.Patch(ctx, n, client.MergeFrom(orig)); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return err
+	}
+	return r.move(ctx, pool, status, n, target, "Completed", now)
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus) error {
+	orig := pool.DeepCopy()
+	pool.Status = *status
+	if err := r.client.Status().Patch(ctx, pool, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("pool %s status: %w", pool.Name, err)
+	}
+	return nil
+}
+
+func notice(p *v1alpha1.TidePool) time.Duration {
+	if p.Spec.Notice != nil {
+		return p.Spec.Notice.Duration
+	}
+	return 10 * time.Minute
+}
+
+func drainTimeout(p *v1alpha1.TidePool) time.Duration {
+	if p.Spec.DrainTimeout != nil && p.Spec.DrainTimeout.Duration > 0 {
+		return p.Spec.DrainTimeout.Duration
+	}
+	return 5 * time.Minute
+}
+
+// deletionCost is the ReplicaSet controller's annotation: pods of lower
+// cost go first on scale-in.
+const deletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+func cpuRequest(p *corev1.Pod) int64 {
+	var m int64
+	for _, c := range p.Spec.Containers {
+		m += c.Resources.Requests.Cpu().MilliValue()
+	}
+	return m
+}
+
+func tierRank(p *corev1.Pod) int {
+	for i, t := range translator.Tiers {
+		if string(t) == p.Labels[translator.LabelTier] {
+			return i
+		}
+	}
+	return 0
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

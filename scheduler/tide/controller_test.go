@@ -1,0 +1,322 @@
+package tide
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/translator"
+)
+
+// hooks records hook calls and fails those it is told to.
+type hooks struct {
+	mu    sync.Mutex
+	calls []HookCall
+	fail  map[string]bool
+}
+
+func (h *hooks) Call(_ context.Context, hook v1alpha1.Hook, call HookCall) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fail[hook.Name] {
+		return errors.New("hook " + hook.Name + " answered 503")
+	}
+	h.calls = append(h.calls, call)
+	return nil
+}
+
+// cluster is a fake API server with a pool, its nodes and pods, a clock
+// and the reconciler.
+type cluster struct {
+	t      *testing.T
+	client client.Client
+	events *record.FakeRecorder
+	hooks  *hooks
+	now    time.Time
+	r      *Reconciler
+}
+
+func newCluster(t *testing.T, pool *v1alpha1.TidePool, objs ...client.Object) *cluster {
+	scheme := runtime.NewScheme()
+	clientgoscheme.AddToScheme(scheme)
+	v1alpha1.AddToScheme(scheme)
+	c := &cluster{t: t, events: record.NewFakeRecorder(1000), hooks: &hooks{fail: map[string]bool{}}, now: now}
+	c.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{pool}, objs...)...).
+		WithStatusSubresource(&v1alpha1.TidePool{}).Build()
+	c.r = c.restart()
+	return c
+}
+
+// restart is a new controller over the same cluster: it knows only what
+// the objects hold.
+func (c *cluster) restart() *Reconciler {
+	return NewReconciler(c.client, c.events, Options{BatchSchedulerName: "weft-scheduler", Caller: c.hooks,
+		Now: func() time.Time { return c.now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+func (c *cluster) reconcile() {
+	c.t.Helper()
+	if _, err := c.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "night"}}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) states() map[string]v1alpha1.NodeState {
+	var list corev1.NodeList
+	if err := c.client.List(context.Background(), &list); err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]v1alpha1.NodeState{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = StateOf(&list.Items[i])
+	}
+	return out
+}
+
+func (c *cluster) node(name string) *corev1.Node {
+	var n corev1.Node
+	if err := c.client.Get(context.Background(), types.NamespacedName{Name: name}, &n); err != nil {
+		c.t.Fatal(err)
+	}
+	return &n
+}
+
+func (c *cluster) pods(node string) []string {
+	var list corev1.PodList
+	c.client.List(context.Background(), &list)
+	var out []string
+	for _, p := range list.Items {
+		if p.Spec.NodeName == node {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func (c *cluster) pool() *v1alpha1.TidePool {
+	var p v1alpha1.TidePool
+	if err := c.client.Get(context.Background(), types.NamespacedName{Name: "night"}, &p); err != nil {
+		c.t.Fatal(err)
+	}
+	return &p
+}
+
+func kubeNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tier": "web"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+}
+
+func onlinePod(name, node, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func batchPod(name, node string, tier translator.Tier) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs",
+		Labels: map[string]string{translator.LabelManagedBy: "weft", translator.LabelTier: string(tier)}},
+		Spec: corev1.PodSpec{NodeName: node, SchedulerName: "weft-scheduler", Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func nightPool() *v1alpha1.TidePool {
+	return &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: "night"}, Spec: v1alpha1.TidePoolSpec{
+		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}, WatermarkPercent: 90, BandPercent: 5,
+		Notice:       &metav1.Duration{Duration: 10 * time.Minute}, DrainTimeout: &metav1.Duration{Duration: 5 * time.Minute},
+		Hooks:        []v1alpha1.Hook{{Name: "cmdb", URL: "http://127.0.0.1:1/hook"}},
+	}}
+}
+
+// The trough: the level falls below the watermark, nodes walk Online →
+// OnlineToOffline (tainted, their online pods evicted) → Offline (the
+// hooks called with node and transition); the pool counts them. Then the
+// peak: online pods wait, a lent node walks OfflineToOnline: its batch
+// pods keep running through the notice and are evicted at the deadline,
+// lowest tier first; then Online, untainted.
+func TestTideLendsAndTakesBack(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), kubeNode("c"),
+		onlinePod("web-1", "a", "6"), onlinePod("web-2", "b", "6"), onlinePod("web-3", "c", "1"))
+	c.reconcile()
+	// 13 of 30 CPUs: lending c leaves 13/20 = 65%; b too would be 130%.
+	if s := c.states(); s["c"] != v1alpha1.StateOnlineToOffline || s["a"] != v1alpha1.StateOnline || s["b"] != v1alpha1.StateOnline {
+		t.Fatalf("states %v", s)
+	}
+	n := c.node("c")
+	if !hasTaint(n, TaintTransition) || n.Labels[LabelPool] != "night" {
+		t.Errorf("node c on its way: taints %v labels %v", n.Spec.Taints, n.Labels)
+	}
+	if pods := c.pods("c"); len(pods) != 0 {
+		t.Errorf("online pods left on c: %v", pods)
+	}
+	// The evicted pod comes back on a (its ReplicaSet's work).
+	c.client.Create(context.Background(), onlinePod("web-3b", "a", "1"))
+	c.now = c.now.Add(time.Second)
+	c.reconcile()
+	if s := c.states(); s["c"] != v1alpha1.StateOffline {
+		t.Fatalf("c drained but %s", s["c"])
+	}
+	if n := c.node("c"); !hasTaint(n, TaintOffline) || hasTaint(n, TaintTransition) {
+		t.Errorf("offline node's taints %v", n.Spec.Taints)
+	}
+	if len(c.hooks.calls) != 1 || c.hooks.calls[0] != (HookCall{Pool: "night", Node: "c", From: v1alpha1.StateOnline, To: v1alpha1.StateOffline}) {
+		t.Errorf("hook calls %+v", c.hooks.calls)
+	}
+	p := c.pool()
+	if p.Status.Nodes.Offline != 1 || p.Status.Nodes.Online != 2 || len(p.Status.LastTransitions) != 2 ||
+		!meta.IsStatusConditionTrue(p.Status.Conditions, ConditionReady) || meta.IsStatusConditionTrue(p.Status.Conditions, ConditionMoving) {
+		t.Errorf("pool status %+v", p.Status)
+	}
+
+	// Batch work lands on c; then the peak: online pods pending.
+	c.client.Create(context.Background(), batchPod("map-low", "c", translator.TierLow))
+	c.client.Create(context.Background(), batchPod("am", "c", translator.TierHigh))
+	pending := onlinePod("web-4", "", "4")
+	pending.Status.Phase = corev1.PodPending
+	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	c.client.Create(context.Background(), pending)
+	c.now = c.now.Add(time.Minute)
+	c.reconcile()
+	if s := c.states(); s["c"] != v1alpha1.StateOfflineToOnline {
+		t.Fatalf("c not taken back: %v", s)
+	}
+	deadline := c.node("c").Annotations[AnnotationDeadline]
+	if deadline != c.now.Add(10*time.Minute).UTC().Format(time.RFC3339) {
+		t.Errorf("deadline %q", deadline)
+	}
+	// Within the notice the batch pods stay.
+	c.now = c.now.Add(5 * time.Minute)
+	c.reconcile()
+	if pods := c.pods("c"); len(pods) != 2 {
+		t.Errorf("batch pods within the notice: %v", pods)
+	}
+	// At the deadline the rest go; then the node is Online, untainted.
+	c.now = c.now.Add(6 * time.Minute)
+	c.reconcile()
+	if pods := c.pods("c"); len(pods) != 0 {
+		t.Errorf("batch pods past the deadline: %v", pods)
+	}
+	c.reconcile()
+	if s := c.states(); s["c"] != v1alpha1.StateOnline {
+		t.Errorf("c after the deadline: %s", s["c"])
+	}
+	if n := c.node("c"); hasTaint(n, TaintTransition) || hasTaint(n, TaintOffline) {
+		t.Errorf("online node keeps taints %v", n.Spec.Taints)
+	}
+}
+
+// A failing hook keeps the node in its intermediate state, says why in
+// an Event, and is retried; a controller restarted meanwhile finishes the
+// move from what the Node holds, calling only the hooks not yet answered.
+func TestTideHookFailureAndRestart(t *testing.T) {
+	pool := nightPool()
+	pool.Spec.Hooks = append(pool.Spec.Hooks, v1alpha1.Hook{Name: "dns", URL: "http://127.0.0.1:1/dns", States: []v1alpha1.NodeState{v1alpha1.StateOffline}})
+	c := newCluster(t, pool, kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	c.hooks.fail["dns"] = true
+	c.reconcile() // b (no pods) is lent and, drained at once, hooks called
+	if s := c.states(); s["b"] != v1alpha1.StateOnlineToOffline {
+		t.Fatalf("states %v", s)
+	}
+	if !strings.Contains(eventWith(c.events, "TideHookFailed"), "hook dns answered 503") {
+		t.Error("no Event for the failing hook")
+	}
+	if got := hooksDone(c.node("b"), v1alpha1.StateOnlineToOffline); !got["cmdb"] || got["dns"] {
+		t.Errorf("hooks done %v", got)
+	}
+	c.hooks.fail["dns"] = false
+	c.r = c.restart()
+	c.now = c.now.Add(10 * time.Second)
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("restarted controller left b %s", s["b"])
+	}
+	calls := map[string]int{}
+	for _, call := range c.hooks.calls {
+		calls[call.Node]++
+	}
+	if calls["b"] != 2 { // cmdb once, dns once
+		t.Errorf("hook calls %+v", c.hooks.calls)
+	}
+}
+
+// A drain that cannot finish in time (a PodDisruptionBudget, a pod that
+// will not go) brings the node back to Online with an Event.
+func TestTideDrainTimeout(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	// b starts on its way with a pod that refuses to leave.
+	b := c.node("b")
+	orig := b.DeepCopy()
+	setState(b, v1alpha1.StateOnlineToOffline, c.now.Add(-6*time.Minute))
+	b.Labels[LabelPool] = "night"
+	c.client.Patch(context.Background(), b, client.MergeFrom(orig))
+	stuck := onlinePod("stuck", "b", "1")
+	now := metav1.NewTime(c.now)
+	stuck.DeletionTimestamp, stuck.Finalizers = &now, []string{"example.com/hold"}
+	c.client.Create(context.Background(), stuck)
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOnline {
+		t.Errorf("b after the drain timeout: %s", s["b"])
+	}
+	if eventWith(c.events, "TideDrainTimeout") == "" {
+		t.Error("no Event for the drain timeout")
+	}
+}
+
+// Two pools claiming one node: the second is not Ready and moves nothing.
+func TestTideConflictingPools(t *testing.T) {
+	other := nightPool()
+	other.Name = "day"
+	n := kubeNode("a")
+	n.Labels[LabelPool] = "day"
+	c := newCluster(t, nightPool(), other, n, kubeNode("b"))
+	c.reconcile()
+	p := c.pool()
+	cond := meta.FindStatusCondition(p.Status.Conditions, ConditionReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "a (pool day)") {
+		t.Errorf("Ready condition %+v", cond)
+	}
+	if s := c.states(); s["b"] != v1alpha1.StateOnline {
+		t.Errorf("a conflicting pool moved b: %s", s["b"])
+	}
+}
+
+func hasTaint(n *corev1.Node, value string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintKey && t.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func eventWith(r *record.FakeRecorder, s string) string {
+	for {
+		select {
+		case e := <-r.Events:
+			if strings.Contains(e, s) {
+				return e
+			}
+		default:
+			return ""
+		}
+	}
+}

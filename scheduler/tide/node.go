@@ -1,0 +1,116 @@
+package tide
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+)
+
+// What the controller keeps on a pool's Node: everything a restarted
+// controller needs to carry a move on.
+const (
+	// LabelPool names the TidePool that claims the node.
+	LabelPool = "weft.io/tide-pool"
+	// LabelState is the node's state in the tide.
+	LabelState = "weft.io/tide-state"
+	// TaintKey is the tide's NoSchedule taint: value TaintTransition in
+	// both intermediate states (no new work of either side), TaintOffline
+	// while lent (online work stays off; Weft's batch pods tolerate it).
+	TaintKey        = "weft.io/tide"
+	TaintTransition = "transition"
+	TaintOffline    = "offline"
+	// AnnotationSince is when the node entered its state (RFC 3339).
+	AnnotationSince = "weft.io/tide-since"
+	// AnnotationDeadline is when, on the way back to online work, the
+	// batch work still on the node is ended (RFC 3339).
+	AnnotationDeadline = "weft.io/tide-notice-deadline"
+	// AnnotationHooksDone lists the hooks that answered for the state the
+	// node is completing its move to: "Offline:drain-dns,cmdb".
+	AnnotationHooksDone = "weft.io/tide-hooks-done"
+)
+
+// OfflineToleration lets Weft's batch pods onto lent nodes.
+var OfflineToleration = corev1.Toleration{Key: TaintKey, Operator: corev1.TolerationOpEqual, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule}
+
+// StateOf is a node's state in the tide (Online without a label).
+func StateOf(n *corev1.Node) v1alpha1.NodeState {
+	if s := v1alpha1.NodeState(n.Labels[LabelState]); s != "" {
+		return s
+	}
+	return v1alpha1.StateOnline
+}
+
+// since is when the node entered its state.
+func since(n *corev1.Node) time.Time {
+	t, _ := time.Parse(time.RFC3339, n.Annotations[AnnotationSince])
+	return t
+}
+
+// setState moves a node to s at now: its label, its taint, its clock.
+// The hooks done and the deadline belong to the state left.
+func setState(n *corev1.Node, s v1alpha1.NodeState, now time.Time) {
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Labels[LabelState] = string(s)
+	n.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339)
+	delete(n.Annotations, AnnotationHooksDone)
+	if s != v1alpha1.StateOfflineToOnline {
+		delete(n.Annotations, AnnotationDeadline)
+	}
+	var taints []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Key != TaintKey {
+			taints = append(taints, t)
+		}
+	}
+	switch s {
+	case v1alpha1.StateOnlineToOffline, v1alpha1.StateOfflineToOnline:
+		taints = append(taints, corev1.Taint{Key: TaintKey, Value: TaintTransition, Effect: corev1.TaintEffectNoSchedule})
+	case v1alpha1.StateOffline:
+		taints = append(taints, corev1.Taint{Key: TaintKey, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule})
+	}
+	n.Spec.Taints = taints
+}
+
+// hooksDone are the hooks that answered for the move to s.
+func hooksDone(n *corev1.Node, s v1alpha1.NodeState) map[string]bool {
+	state, names, ok := strings.Cut(n.Annotations[AnnotationHooksDone], ":")
+	done := map[string]bool{}
+	if !ok || v1alpha1.NodeState(state) != s {
+		return done
+	}
+	for _, name := range strings.Split(names, ",") {
+		if name != "" {
+			done[name] = true
+		}
+	}
+	return done
+}
+
+func markHookDone(n *corev1.Node, s v1alpha1.NodeState, name string) {
+	done := hooksDone(n, s)
+	done[name] = true
+	var names []string
+	for k := range done {
+		names = append(names, k)
+	}
+	sortStrings(names)
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[AnnotationHooksDone] = string(s) + ":" + strings.Join(names, ",")
+}
+
+func parseInt(s string) (int64, error) {
+	var v int64
+	_, err := fmt.Sscan(s, &v)
+	return v, err
+}
