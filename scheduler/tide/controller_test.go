@@ -135,15 +135,15 @@ func onlinePod(name, node, cpu string) *corev1.Pod {
 func batchPod(name, node string, tier translator.Tier) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs",
 		Labels: map[string]string{translator.LabelManagedBy: "weft", translator.LabelTier: string(tier)}},
-		Spec: corev1.PodSpec{NodeName: node, SchedulerName: "weft-scheduler", Containers: []corev1.Container{{Name: "c"}}},
+		Spec:   corev1.PodSpec{NodeName: node, SchedulerName: "weft-scheduler", Containers: []corev1.Container{{Name: "c"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
 func nightPool() *v1alpha1.TidePool {
 	return &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: "night"}, Spec: v1alpha1.TidePoolSpec{
 		NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}, WatermarkPercent: 90, BandPercent: 5,
-		Notice:       &metav1.Duration{Duration: 10 * time.Minute}, DrainTimeout: &metav1.Duration{Duration: 5 * time.Minute},
-		Hooks:        []v1alpha1.Hook{{Name: "cmdb", URL: "http://127.0.0.1:1/hook"}},
+		Notice: &metav1.Duration{Duration: 10 * time.Minute}, DrainTimeout: &metav1.Duration{Duration: 5 * time.Minute},
+		Hooks: []v1alpha1.Hook{{Name: "cmdb", URL: "http://127.0.0.1:1/hook"}},
 	}}
 }
 
