@@ -29,6 +29,19 @@ const (
 	LabelRM = "weft.io/rm"
 )
 
+// The tidal controller's taint (scheduler/tide) on the nodes it lends:
+// while a node is lent to batch work (Offline) its value is
+// TideTaintOffline, which every pod Weft makes tolerates; in the
+// intermediate states it is another value, which none does.
+const (
+	TideTaintKey     = "weft.io/tide"
+	TideTaintOffline = "offline"
+)
+
+// BatchTolerations are the tolerations of every pod Weft makes: nodes
+// lent whole to batch work take them.
+var BatchTolerations = []corev1.Toleration{{Key: TideTaintKey, Operator: corev1.TolerationOpEqual, Value: TideTaintOffline, Effect: corev1.TaintEffectNoSchedule}}
+
 // Paths inside every container pod, laid out as a NodeManager lays out a
 // container's directories.
 const (
@@ -151,6 +164,7 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(c.Container), Namespace: c.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			RestartPolicy:     corev1.RestartPolicyNever,
+			Tolerations:       append([]corev1.Toleration(nil), BatchTolerations...),
 			SchedulerName:     c.SchedulerName,
 			NodeName:          c.NodeName,
 			PriorityClassName: PriorityClassName(c.Tier),

@@ -8,6 +8,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/translator"
 )
 
 // NodeSource gives the Kubernetes node behind an RM node's host
@@ -68,9 +69,10 @@ func (c *constraints) forPod(p *corev1.Pod) map[string]bool {
 	return allowed
 }
 
-// containerPod stands for the pods of YARN containers: no selector, no
-// tolerations (translator.Profile makes none).
-var containerPod = &corev1.Pod{}
+// containerPod stands for the pods of YARN containers: no selector, the
+// tolerations translator.Profile gives every pod (nodes lent whole by the
+// tidal controller).
+var containerPod = &corev1.Pod{Spec: corev1.PodSpec{Tolerations: translator.BatchTolerations}}
 
 func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
 	if p.Spec.Affinity == nil {

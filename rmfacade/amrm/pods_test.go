@@ -293,3 +293,33 @@ func TestOrphanPodHoldsCapacity(t *testing.T) {
 		t.Fatalf("a 4-vcore pod bound to %s beside 6 of 8 vcores held", node)
 	}
 }
+
+// A node lent whole to batch work by the tidal controller (tainted
+// weft.io/tide=offline) takes YARN containers; one in an intermediate
+// state of the tide takes none.
+func TestTideTaints(t *testing.T) {
+	kube := fakeNodes{
+		"node-a": {ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: translator.TideTaintKey, Value: translator.TideTaintOffline, Effect: corev1.TaintEffectNoSchedule}}}},
+		"node-b": {ObjectMeta: metav1.ObjectMeta{Name: "node-b"},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: translator.TideTaintKey, Value: "transition", Effect: corev1.TaintEffectNoSchedule}}}},
+	}
+	f := newQueueFixture(t, func(o *allocator.Options) { o.Profile, o.Nodes = translator.Plain, kube })
+	if err := f.mgr.PutNode(&records.Node{ID: "node-b:8041", Host: "node-b", Port: 8041, HTTPAddress: "node-b:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	attempt, a := f.am("a")
+	f.allocate(a, 3, 1024, 1)
+	f.cycle()
+	f.allocate(a, 0, 0, 0)
+	cs := f.mgr.Snapshot().ContainersOfAttempt(attempt)
+	if len(cs) != 3 {
+		t.Fatalf("%d containers granted, want 3", len(cs))
+	}
+	for _, c := range cs {
+		if c.Node != "node-a:8041" {
+			t.Errorf("container %s on %s, want the lent node-a", c.ID, c.Node)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/translator"
 )
 
 // What the controller keeps on a pool's Node: everything a restarted
@@ -19,10 +20,11 @@ const (
 	LabelState = "weft.io/tide-state"
 	// TaintKey is the tide's NoSchedule taint: value TaintTransition in
 	// both intermediate states (no new work of either side), TaintOffline
-	// while lent (online work stays off; Weft's batch pods tolerate it).
-	TaintKey        = "weft.io/tide"
+	// while lent (online work stays off; Weft's batch pods tolerate it,
+	// translator.BatchTolerations).
+	TaintKey        = translator.TideTaintKey
 	TaintTransition = "transition"
-	TaintOffline    = "offline"
+	TaintOffline    = translator.TideTaintOffline
 	// AnnotationSince is when the node entered its state (RFC 3339).
 	AnnotationSince = "weft.io/tide-since"
 	// AnnotationDeadline is when, on the way back to online work, the
@@ -32,9 +34,6 @@ const (
 	// node is completing its move to: "Offline:drain-dns,cmdb".
 	AnnotationHooksDone = "weft.io/tide-hooks-done"
 )
-
-// OfflineToleration lets Weft's batch pods onto lent nodes.
-var OfflineToleration = corev1.Toleration{Key: TaintKey, Operator: corev1.TolerationOpEqual, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule}
 
 // StateOf is a node's state in the tide (Online without a label).
 func StateOf(n *corev1.Node) v1alpha1.NodeState {
