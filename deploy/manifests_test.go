@@ -101,7 +101,9 @@ func TestBaseManifests(t *testing.T) {
 	for _, u := range objects(t, filepath.Join("base", "*.yaml")) {
 		switch u.GetKind() {
 		case "Deployment":
-			deployment = as[appsv1.Deployment](t, u)
+			if u.GetName() == "weft-rm" {
+				deployment = as[appsv1.Deployment](t, u)
+			}
 		case "ConfigMap":
 			queues = as[corev1.ConfigMap](t, u).Data["queues.json"]
 		}

@@ -42,6 +42,8 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	Expect(ignoreNotFound(err)).To(Succeed())
 	err = apps.DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{})
 	Expect(ignoreNotFound(err)).To(Succeed())
+	err = apps.Deployments("weft-system").Delete(ctx, "weft-tide", metav1.DeleteOptions{})
+	Expect(ignoreNotFound(err)).To(Succeed())
 	Expect(BuildWeftImage(ctx)).To(Succeed())
 	Expect(kube.Down(ctx)).To(Succeed())
 	for _, v := range hadoop.Versions {

@@ -69,7 +69,7 @@ func NodeRuntime() Image {
 }
 
 // WeftCommands are the binaries of Weft's image, under ./cmd.
-var WeftCommands = []string{"weft-rm", "weft-nodeplugin", "weft-localizer"}
+var WeftCommands = []string{"weft-rm", "weft-nodeplugin", "weft-localizer", "weft-tide"}
 
 // Weft holds Weft's binaries (static) under /usr/local/bin.
 func Weft(bins map[string]string) Image {
