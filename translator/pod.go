@@ -36,6 +36,10 @@ const (
 const (
 	TideTaintKey     = "weft.io/tide"
 	TideTaintOffline = "offline"
+	// TideStateLabel is the node's state in the tide; TideStateOffline
+	// that of a node lent whole to batch work.
+	TideStateLabel   = "weft.io/tide-state"
+	TideStateOffline = "Offline"
 )
 
 // BatchTolerations are the tolerations of every pod Weft makes: nodes

@@ -379,3 +379,22 @@ func TestAgentWithoutCgroups(t *testing.T) {
 		t.Errorf("event %q", e)
 	}
 }
+
+// A node the tidal controller lent whole to batch work offers all of its
+// allocatable but what the node's own daemons use.
+func TestAgentOnLentNode(t *testing.T) {
+	tree := cgroupstest.V1(t, t.TempDir())
+	tree.Add("kubepods/besteffort", cgroupstest.Usage{})
+	n := newNode(t, tree)
+	kn := n.node()
+	kn.Labels = map[string]string{translator.TideStateLabel: translator.TideStateOffline}
+	if err := n.client.Update(context.Background(), kn); err != nil {
+		t.Fatal(err)
+	}
+	n.tick(0)
+	n.tick(500 * time.Millisecond) // the node's daemons: 500m
+	// 100% of 8000m − 500m; memory up to the eviction watermark.
+	if c, m, _ := n.published(); c != 7500 || m != pctOf(32*gib, 90)-8*gib {
+		t.Errorf("lent node offers %dm %d bytes (%s)", c, m, n.event(""))
+	}
+}

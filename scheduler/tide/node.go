@@ -17,7 +17,7 @@ const (
 	// LabelPool names the TidePool that claims the node.
 	LabelPool = "weft.io/tide-pool"
 	// LabelState is the node's state in the tide.
-	LabelState = "weft.io/tide-state"
+	LabelState = translator.TideStateLabel
 	// TaintKey is the tide's NoSchedule taint: value TaintTransition in
 	// both intermediate states (no new work of either side), TaintOffline
 	// while lent (online work stays off; Weft's batch pods tolerate it,
