@@ -362,6 +362,13 @@ func PodOutcome(pod *corev1.Pod) (int32, string, records.ContainerState) {
 		if pod.Status.Reason == "Evicted" || pod.Status.Reason == "Preempting" {
 			code = records.ExitPreempted
 		}
+		// Refused by the kubelet's admission: the node's capacity for
+		// reclaimed work shrank between the RM's grant and the pod's start
+		// (the online load took it back). Not the task's fault: YARN's
+		// PREEMPTED, which AMs retry without counting it.
+		if strings.HasPrefix(pod.Status.Reason, "OutOf") || pod.Status.Reason == "UnexpectedAdmissionError" {
+			code = records.ExitPreempted
+		}
 		// Ended by a disruption (the colocation agent's eviction under
 		// memory pressure, the Eviction API, the kubelet's own): the
 		// condition's message says why, as YARN's diagnostics of a

@@ -271,6 +271,9 @@ func TestPodOutcomeDisruption(t *testing.T) {
 			Reason: "EvictionByWeftColocation", Message: "memory pressure: node memory 93% above the eviction watermark 90%"}),
 			-102, "EvictionByWeftColocation: memory pressure: node memory 93% above the eviction watermark 90%"},
 		{"condition false", failed(corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse}), 137, "Error"},
+		{"refused by the kubelet's admission", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfweft.io/reclaimed-cpu",
+			Message: "Pod was rejected: Node didn't have enough resource: weft.io/reclaimed-cpu, requested: 250, used: 500, capacity: 600"}},
+			-102, "OutOfweft.io/reclaimed-cpu Pod was rejected: Node didn't have enough resource: weft.io/reclaimed-cpu, requested: 250, used: 500, capacity: 600"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
