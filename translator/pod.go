@@ -40,6 +40,11 @@ const (
 	// that of a node lent whole to batch work.
 	TideStateLabel   = "weft.io/tide-state"
 	TideStateOffline = "Offline"
+	// TideStateToOnline is that of a node being taken back from batch
+	// work; TideNoticeDeadline (RFC 3339) is when the batch work still on
+	// it is ended.
+	TideStateToOnline  = "OfflineToOnline"
+	TideNoticeDeadline = "weft.io/tide-notice-deadline"
 )
 
 // BatchTolerations are the tolerations of every pod Weft makes: nodes

@@ -240,8 +240,12 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	a.mu.Unlock()
 
-	// Victims whose notice ran out are killed first: what they free is
+	// Containers on nodes the tidal controller takes back get its notice;
+	// victims whose notice ran out are killed first: what they free is
 	// this cycle's to place.
+	if err := a.tideNotices(ctx, snap, nodes); err != nil {
+		return 0, err
+	}
 	if err := a.killDuePreemptions(ctx, snap); err != nil {
 		return 0, err
 	}
@@ -476,6 +480,49 @@ func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preempt
 			a.metrics.preempted.WithLabelValues(v.Tier.String(), v.VictimQueue).Inc()
 			a.opts.Logger.Info("preempting container", "container", id.String(), "for", v.ForQueue, "from", v.VictimQueue,
 				"deadline", deadline.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// tideNotices announces every task container on a node the tidal
+// controller is taking back from batch work (scheduler/tide: state
+// OfflineToOnline) to its AM, in the PreemptionMessage of each allocate,
+// with the tide's deadline: a container that finishes within the notice
+// is never killed; one still running at the deadline is killed
+// PREEMPTED, as any preemption victim. The AM's own container goes with
+// its pod at the deadline (the tide evicts it; its next attempt runs
+// elsewhere).
+func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes []*records.Node) error {
+	if a.opts.Nodes == nil {
+		return nil
+	}
+	deadlines := map[string]time.Time{}
+	for _, n := range nodes {
+		kn, ok := a.opts.Nodes.KubeNode(n.Host)
+		if !ok || kn.Labels[translator.TideStateLabel] != translator.TideStateToOnline {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339, kn.Annotations[translator.TideNoticeDeadline]); err == nil {
+			deadlines[n.ID] = t
+		}
+	}
+	if len(deadlines) == 0 {
+		return nil
+	}
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		for _, c := range snap.ContainersOfApp(app.ID) {
+			deadline, ok := deadlines[c.Node]
+			if !ok || c.ID.ID == 1 || c.State == records.ContainerComplete || c.PreemptDeadline != 0 {
+				continue
+			}
+			marked, err := a.mgr.PreemptContainer(ctx, c.ID, deadline)
+			if err != nil {
+				return err
+			}
+			if marked {
+				a.opts.Logger.Info("container on a node taken back from batch: notice given", "container", c.ID.String(), "node", c.Node, "deadline", deadline)
+			}
 		}
 	}
 	return nil

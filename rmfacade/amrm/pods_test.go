@@ -323,3 +323,52 @@ func TestTideTaints(t *testing.T) {
 		}
 	}
 }
+
+// A node the tidal controller takes back (OfflineToOnline, with a notice
+// deadline): every container on it is announced to its AM in a
+// PreemptionMessage; one that finishes within the notice just finishes,
+// one still running at the deadline is killed PREEMPTED.
+func TestTideNotice(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	kube := fakeNodes{"node-a": node}
+	f := newQueueFixture(t, func(o *allocator.Options) { o.Profile, o.Nodes = translator.Plain, kube })
+	attempt, a := f.am("a")
+	f.allocate(a, 2, 1024, 1)
+	f.cycle()
+	if got := len(f.allocate(a, 0, 0, 0).GetAllocatedContainers()); got != 2 {
+		t.Fatalf("%d containers, want 2", got)
+	}
+	deadline := f.clock.Now().Add(time.Minute).Truncate(time.Second)
+	node.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
+	node.Annotations = map[string]string{translator.TideNoticeDeadline: deadline.UTC().Format(time.RFC3339)}
+	f.cycle()
+	resp := f.allocate(a, 0, 0, 0)
+	if got := len(resp.GetPreempt().GetStrictContract().GetContainer()); got != 2 {
+		t.Fatalf("preemption message %v, want both containers", resp.GetPreempt())
+	}
+	var cs []*records.Container
+	for _, c := range f.mgr.Snapshot().ContainersOfAttempt(attempt) {
+		if c.ID.ID != 1 {
+			cs = append(cs, c)
+		}
+		if c.ID.ID != 1 && c.PreemptDeadline != deadline.UnixMilli() {
+			t.Errorf("container %s deadline %d, want the tide's %d", c.ID, c.PreemptDeadline, deadline.UnixMilli())
+		}
+	}
+	// One finishes within the notice.
+	if _, err := f.mgr.CompleteContainer(context.Background(), cs[0].ID, 0, "done"); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(30 * time.Second)
+	f.cycle()
+	if c := f.mgr.Snapshot().Container(cs[1].ID); c.State == records.ContainerComplete {
+		t.Fatalf("killed within the notice: %+v", c)
+	}
+	f.clock.Add(31 * time.Second)
+	f.cycle()
+	for i, want := range []int32{0, records.ExitPreempted} {
+		if c := f.mgr.Snapshot().Container(cs[i].ID); c.State != records.ContainerComplete || c.ExitStatus != want {
+			t.Errorf("container %s: %s exit %d, want COMPLETE %d", c.ID, c.State, c.ExitStatus, want)
+		}
+	}
+}

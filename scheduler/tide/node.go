@@ -29,7 +29,7 @@ const (
 	AnnotationSince = "weft.io/tide-since"
 	// AnnotationDeadline is when, on the way back to online work, the
 	// batch work still on the node is ended (RFC 3339).
-	AnnotationDeadline = "weft.io/tide-notice-deadline"
+	AnnotationDeadline = translator.TideNoticeDeadline
 	// AnnotationHooksDone lists the hooks that answered for the state the
 	// node is completing its move to: "Offline:drain-dns,cmdb".
 	AnnotationHooksDone = "weft.io/tide-hooks-done"
