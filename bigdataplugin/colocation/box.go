@@ -61,8 +61,8 @@ func (b *Box) Path() string {
 // a.MilliCPU (shrinking it gives CPU back to online work within a
 // period: batch only slows down), the least CPU weight (or the idle
 // scheduling class, with Idle), its memory limit to a.Memory
-// or what the box holds if that is more, and with cpuset the fewest whole
-// cores that hold its quota.
+// or what the box holds if that is more, and with cpuset the whole cores
+// its quota fills.
 func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
 	path := b.Path()
 	period := b.Period
@@ -90,12 +90,11 @@ func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
 	}
 	l.Memory = mem
 	if cpuset && len(b.Cores) > 0 {
-		l.CPUs = procstat.FormatCPUList(procstat.WholeCores(b.Cores, a.MilliCPU))
-		if l.CPUs == "" {
-			// No core at all would leave the box's tasks nowhere to run;
-			// the quota keeps them to a trickle on one core instead.
-			l.CPUs = procstat.FormatCPUList(procstat.WholeCores(b.Cores, 1))
-		}
+		// The whole cores the quota fills, rounded down (at least one):
+		// online work keeps the others to itself. Rounding up would share
+		// a core between both sides, which is what costs online latency
+		// when batch runs on every CPU (test/bench/colocation measured it).
+		l.CPUs = procstat.FormatCPUList(procstat.FilledCores(b.Cores, max(1, a.MilliCPU)))
 		if err := b.FS.SetCPUSetTree(path, l.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("box cpuset: %w", err))
 		}

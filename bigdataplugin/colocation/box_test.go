@@ -13,8 +13,8 @@ import (
 
 // The box's CPU: a CFS quota for the amount (at least the kernel's 1ms),
 // the least weight or, with Idle, the idle class and no weight written
-// (the kernel refuses one on an idle group); with cpuset, the fewest whole
-// cores that hold the quota. Its memory limit never goes below what the
+// (the kernel refuses one on an idle group); with cpuset, the whole cores
+// the quota fills. Its memory limit never goes below what the
 // box holds.
 func TestBoxEnforce(t *testing.T) {
 	for _, tc := range []struct {
@@ -31,8 +31,8 @@ func TestBoxEnforce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.CPUQuota != 150*time.Millisecond || l.Memory != 3*gib || l.CPUs != "2-3" {
-				t.Errorf("limits %+v, want 150ms, 3 GiB (what it holds, not 1 GiB), cpus 2-3", l)
+			if l.CPUQuota != 150*time.Millisecond || l.Memory != 3*gib || l.CPUs != "3" {
+				t.Errorf("limits %+v, want 150ms, 3 GiB (what it holds, not 1 GiB), cpus 3 (the one whole core 1.5 fills)", l)
 			}
 			weight := strings.TrimSpace(tree.Read("kubepods/besteffort", tc.file))
 			if weight != "2" && weight != "1" {

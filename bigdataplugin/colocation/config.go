@@ -50,8 +50,9 @@ type Config struct {
 	// again.
 	Cooldown metav1.Duration `json:"cooldown,omitempty"`
 	// CPUSet binds the box to whole physical cores (hyper-thread siblings
-	// together), the fewest that hold its quota, so batch never shares a
-	// core with an online thread (default off).
+	// together): those its quota fills, rounded down, at least one. Online
+	// work then has the other cores to itself: batch never shares a core
+	// with an online thread there (default off).
 	CPUSet bool `json:"cpuset,omitempty"`
 	// CPUIdle puts the box in the kernel's idle scheduling class instead
 	// of giving it the least CPU weight (default off: see Box.Idle for

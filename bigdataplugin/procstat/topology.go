@@ -170,3 +170,31 @@ func largest(sizes []int64, n int) int64 {
 	}
 	return sum
 }
+
+// FilledCores chooses CPUs for milli thousandths of a CPU by whole cores
+// the amount fills, rounding down: the cores, highest-numbered first,
+// whose threads × 1000 add up to no more than milli — and at least one
+// core, so that work bound to them can run. What is left of the amount
+// beyond the cores is left on cores no one bound: the big box's quota
+// still caps it, and online work keeps those cores to itself, which is
+// what keeps its latency (WholeCores, rounding up, would share a core
+// with it). The result is sorted; nil when milli ≤ 0.
+func FilledCores(cores []Core, milli int64) []int {
+	if milli <= 0 {
+		return nil
+	}
+	order := slices.DeleteFunc(slices.Clone(cores), func(c Core) bool { return len(c) == 0 })
+	slices.SortFunc(order, func(a, b Core) int { return b[0] - a[0] })
+	var picked []int
+	var have int64
+	for _, c := range order {
+		size := int64(len(c)) * 1000
+		if len(picked) > 0 && have+size > milli {
+			continue
+		}
+		picked = append(picked, c...)
+		have += size
+	}
+	slices.Sort(picked)
+	return picked
+}

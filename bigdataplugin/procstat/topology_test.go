@@ -233,3 +233,30 @@ func fewestCores(cores []Core, milli int64) int {
 	}
 	return best
 }
+
+// FilledCores rounds down to whole cores, highest first, at least one.
+func TestFilledCores(t *testing.T) {
+	ht := []Core{{0, 4}, {1, 5}, {2, 6}, {3, 7}} // 4 cores of 2 threads
+	single := []Core{{0}, {1}}
+	tests := []struct {
+		cores []Core
+		milli int64
+		want  string
+	}{
+		{single, 0, ""},
+		{single, 400, "1"},
+		{single, 1080, "1"},
+		{single, 1999, "1"},
+		{single, 2000, "0-1"},
+		{ht, 1500, "3,7"},
+		{ht, 4100, "2-3,6-7"},
+		{ht, 5999, "2-3,6-7"},
+		{ht, 6000, "1-3,5-7"},
+		{ht, 100000, "0-7"},
+	}
+	for _, tc := range tests {
+		if got := FormatCPUList(FilledCores(tc.cores, tc.milli)); got != tc.want {
+			t.Errorf("FilledCores(%v, %d) = %q, want %q", tc.cores, tc.milli, got, tc.want)
+		}
+	}
+}
