@@ -50,6 +50,7 @@ bench:
 	$(GO) run ./test/bench/rmrpc
 	$(GO) run ./test/bench/mrjobs
 	$(GO) run ./test/bench/binding
+	$(GO) run ./test/bench/colocation
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified
