@@ -99,8 +99,20 @@ type Agent struct {
 	problem string
 	// evicted are the batch pods killed recently, by UID: their memory is
 	// on its way back and must not make more pods go.
-	evicted map[string]time.Time
+	evicted map[string]eviction
 }
+
+// eviction is a batch pod the agent killed: when, and the working set it
+// held then.
+type eviction struct {
+	at         time.Time
+	workingSet int64
+}
+
+// settle is how long the memory of an evicted pod counts as freed though
+// the node does not show it yet: its processes die and the kernel gives
+// their pages back over the next moments, not at the kill.
+const settle = 10 * time.Second
 
 // NewAgent returns an agent that reads and writes through c and tells
 // Events through events.
@@ -117,7 +129,7 @@ func NewAgent(c client.Client, events record.EventRecorder, opts Options) *Agent
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
-	return &Agent{client: c, events: events, opts: opts, evicted: map[string]time.Time{},
+	return &Agent{client: c, events: events, opts: opts, evicted: map[string]eviction{},
 		meter: &Meter{FS: opts.FS, ProcRoot: opts.ProcRoot, NumCPU: opts.NumCPU}}
 }
 
@@ -275,21 +287,23 @@ func (a *Agent) batchPods(ctx context.Context) ([]batchPod, error) {
 // evict ends batch pods until d.EvictMemory is freed, lowest tier and
 // newest first. Each gets a DisruptionTarget condition saying why — the
 // RM reports the container PREEMPTED with it — then its processes are
-// killed. Pods killed within the last minute still count as freeing
-// their memory, so one pressure does not take more pods than it needs.
+// killed. What pods killed within the settle time held still counts as
+// being freed, so one pressure does not take more pods than it needs; a
+// pod killed within the last minute is not chosen again.
 func (a *Agent) evict(ctx context.Context, node *corev1.Node, now time.Time, d Decision, batch []batchPod, perPod map[string]Amount) int {
-	for uid, at := range a.evicted {
-		if now.Sub(at) > time.Minute {
+	toFree := d.EvictMemory
+	for uid, e := range a.evicted {
+		if now.Sub(e.at) > time.Minute {
 			delete(a.evicted, uid)
+		} else if now.Sub(e.at) <= settle {
+			toFree -= e.workingSet
 		}
 	}
-	toFree := d.EvictMemory
 	var candidates []BatchPod
 	byUID := map[string]batchPod{}
 	for _, b := range batch {
 		uid := string(b.pod.UID)
 		if _, gone := a.evicted[uid]; gone {
-			toFree -= perPod[uid].Memory
 			continue
 		}
 		byUID[uid] = b
@@ -316,7 +330,7 @@ func (a *Agent) evict(ctx context.Context, node *corev1.Node, now time.Time, d D
 			a.opts.Metrics.Errors.WithLabelValues("evict").Inc()
 			continue
 		}
-		a.evicted[v.UID] = now
+		a.evicted[v.UID] = eviction{at: now, workingSet: v.WorkingSet}
 		a.opts.Metrics.Evictions.WithLabelValues(d.EvictKind, string(v.Tier)).Inc()
 		a.events.Eventf(b.pod, corev1.EventTypeWarning, "Evicted", "%s", msg)
 		a.events.Eventf(node, corev1.EventTypeWarning, ReasonEvicted, "evicted %s/%s: %s", v.Namespace, v.Name, msg)
