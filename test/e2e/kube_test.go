@@ -204,7 +204,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	})
 
 	It("turns a YarnClient submission into an AM pod and a yarn kill into its removal", func(ctx SpecContext) {
-		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--namespace", "weft-jobs", "--local-node=false")
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--namespace", "weft-jobs", "--local-node=false", "--profile", "plain")
 		dist, err := hadoop.Client(ctx, "3.4.1")
 		Expect(err).NotTo(HaveOccurred())
 		conf := filepath.Join(GinkgoT().TempDir(), "conf")
@@ -257,7 +257,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	})
 
 	It("shows the Queue objects to YARN clients and enforces their ACLs", func(ctx SpecContext) {
-		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--host-path", "/usr")
+		rm := startRM(ctx, "--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--host-path", "/usr", "--profile", "plain")
 		dist, err := hadoop.Client(ctx, "3.4.1")
 		Expect(err).NotTo(HaveOccurred())
 		conf := filepath.Join(GinkgoT().TempDir(), "conf")

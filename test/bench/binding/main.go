@@ -164,7 +164,9 @@ leaderElection:
 			args: []string{"--config", schedConf, "--secure-port", "0"}},
 		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"),
 			args: func(dir string) []string {
-				return []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--data-dir", dir,
+				// Plain: kwok nodes have no colocation agent to publish
+				// reclaimed capacity; their allocatable is the capacity.
+				return []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--profile", "plain", "--data-dir", dir,
 					"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0", "--webapp-address", "127.0.0.1:0",
 					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst), "--bind-parallelism", fmt.Sprint(o.parallelism)}
 			}(filepath.Join(work, "weft-data"))},

@@ -97,7 +97,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	step("Weft from deploy/ (overlays/local, profile weft: the node plugin's colocation agent and the big box)")
+	step("Weft from deploy/ (overlays/local, profile plain)")
 	if err := deploy(ctx, cluster, root, conf, home); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 	if err := os.WriteFile(manifests, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
 		return err
 	}
-	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"), manifests); err != nil {
+	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"), manifests); err != nil {
 		return err
 	}
 	cms := cluster.Client.CoreV1().ConfigMaps("weft-jobs")
