@@ -141,9 +141,21 @@ func (y *yarnOnKube) fetchAMLog(app, file, query string) (string, error) {
 // appByName finds an application's id by name through the REST API: the
 // newest of that name.
 func (y *yarnOnKube) appByName(name string) string {
+	newest := ""
+	for _, id := range y.appsNamed(name) {
+		if len(id) > len(newest) || len(id) == len(newest) && id > newest {
+			newest = id
+		}
+	}
+	return newest
+}
+
+// appsNamed are the ids of the applications of a name, through the REST
+// API.
+func (y *yarnOnKube) appsNamed(name string) []string {
 	resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps")
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -152,15 +164,15 @@ func (y *yarnOnKube) appByName(name string) string {
 		}
 	}
 	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return ""
+		return nil
 	}
-	newest := ""
+	var out []string
 	for _, a := range body.Apps.App {
-		if a.Name == name && (len(a.ID) > len(newest) || len(a.ID) == len(newest) && a.ID > newest) {
-			newest = a.ID
+		if a.Name == name {
+			out = append(out, a.ID)
 		}
 	}
-	return newest
+	return out
 }
 
 // distShell runs DistributedShell's client, named name, and returns its
