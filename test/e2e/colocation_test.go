@@ -296,13 +296,7 @@ func (j *runningJob) waitRunning(ctx context.Context, y *yarnOnKube, n int) stri
 			}
 		}
 		g.Expect(app).NotTo(BeEmpty(), "submitted")
-		running := 0
-		for _, p := range y.appPods(ctx, app) {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-		}
-		g.Expect(running).To(Equal(n))
+		g.Expect(y.runningPods(ctx, app)).To(Equal(n))
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return app
 }

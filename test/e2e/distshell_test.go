@@ -242,15 +242,20 @@ func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int, abort 
 		}
 		app = y.appByName(name)
 		g.Expect(app).NotTo(BeEmpty())
-		running := 0
-		for _, p := range y.appPods(ctx, app) {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-		}
-		g.Expect(running).To(Equal(n))
+		g.Expect(y.runningPods(ctx, app)).To(Equal(n))
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return app
+}
+
+// runningPods counts an application's pods that are running.
+func (y *yarnOnKube) runningPods(ctx context.Context, app string) int {
+	running := 0
+	for _, p := range y.appPods(ctx, app) {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return running
 }
 
 func (y *yarnOnKube) appPods(ctx context.Context, app string) []corev1.Pod {
