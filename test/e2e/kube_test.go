@@ -126,6 +126,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			// Free the host's ports for the specs that run Weft as processes.
 			_ = cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm", metav1.DeleteOptions{})
 			_ = cluster.Client.AppsV1().DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{})
+			_ = cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-tide", metav1.DeleteOptions{})
 			Eventually(func() []corev1.Pod {
 				list, _ := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{})
 				return list.Items
@@ -142,6 +143,13 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			ds, err := cluster.Client.AppsV1().DaemonSets("weft-system").Get(ctx, "weft-nodeplugin", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ds.Status.NumberReady).To(Equal(int32(1)))
+			// The tidal controller runs and leads (its Lease).
+			tide, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-tide", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(tide.Status.ReadyReplicas).To(Equal(int32(1)))
+			lease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-tide", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
 		// The deployed weft-rm sees the node through the API server, and a
