@@ -93,3 +93,9 @@ func (p TierPolicy) Tier(c Container, tags []string) Tier {
 		return TierLow
 	}
 }
+
+// ReclaimOrder is the tier's place in Tiers: lower is reclaimed first. An
+// unknown tier is the least protected (0).
+func (t Tier) ReclaimOrder() int {
+	return max(0, slices.Index(Tiers, t))
+}

@@ -17,16 +17,6 @@ type BatchPod struct {
 	WorkingSet int64
 }
 
-// tierRank orders tiers for eviction: low goes first, high last.
-func tierRank(t translator.Tier) int {
-	for i, x := range translator.Tiers {
-		if x == t {
-			return i
-		}
-	}
-	return 0 // an unknown tier is the least protected
-}
-
 // Victims chooses the batch pods to evict to free toFree bytes: lowest
 // tier first (elastic workers before a job's minimum, ApplicationMasters
 // last), and within a tier the newest first, as the kubelet's and YARN's
@@ -40,7 +30,7 @@ func Victims(pods []BatchPod, toFree int64) []BatchPod {
 	order := append([]BatchPod(nil), pods...)
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
-		if ra, rb := tierRank(a.Tier), tierRank(b.Tier); ra != rb {
+		if ra, rb := a.Tier.ReclaimOrder(), b.Tier.ReclaimOrder(); ra != rb {
 			return ra < rb
 		}
 		if !a.Started.Equal(b.Started) {

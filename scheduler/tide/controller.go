@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -294,7 +295,7 @@ func (r *Reconciler) view(n *corev1.Node, pods []*corev1.Pod) NodeView {
 		case online:
 			v.OnlinePods++
 			v.OnlineMilliCPU += cpuRequest(p)
-			if c, err := parseInt(p.Annotations[deletionCost]); err == nil {
+			if c, err := strconv.ParseInt(p.Annotations[deletionCost], 10, 64); err == nil {
 				v.DeletionCost += c
 			}
 		case batch:
@@ -390,7 +391,9 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		if len(leaving) > 0 && now.Before(deadline) {
 			return nil // the notice runs
 		}
-		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int { return cmp.Compare(tierRank(a), tierRank(b)) })
+		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int {
+			return cmp.Compare(translator.Tier(a.Labels[translator.LabelTier]).ReclaimOrder(), translator.Tier(b.Labels[translator.LabelTier]).ReclaimOrder())
+		})
 	default:
 		return nil
 	}
@@ -470,15 +473,6 @@ func cpuRequest(p *corev1.Pod) int64 {
 		m += c.Resources.Requests.Cpu().MilliValue()
 	}
 	return m
-}
-
-func tierRank(p *corev1.Pod) int {
-	for i, t := range translator.Tiers {
-		if string(t) == p.Labels[translator.LabelTier] {
-			return i
-		}
-	}
-	return 0
 }
 
 func ready(n *corev1.Node) bool {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
@@ -72,5 +71,3 @@ func hooksFor(hooks []v1alpha1.Hook, s v1alpha1.NodeState) []v1alpha1.Hook {
 	}
 	return out
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -1,7 +1,7 @@
 package tide
 
 import (
-	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,15 +101,9 @@ func markHookDone(n *corev1.Node, s v1alpha1.NodeState, name string) {
 	for k := range done {
 		names = append(names, k)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[AnnotationHooksDone] = string(s) + ":" + strings.Join(names, ",")
-}
-
-func parseInt(s string) (int64, error) {
-	var v int64
-	_, err := fmt.Sscan(s, &v)
-	return v, err
 }
