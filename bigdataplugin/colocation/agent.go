@@ -400,15 +400,10 @@ func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, rea
 // it and weft-rm schedules by it; and the heartbeat that says the number
 // is current.
 func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, alloc Amount, cfg Config, cooldownUntil time.Time) {
-	shown := Amount{}
-	if q, ok := node.Status.Allocatable[a.opts.Profile.CPU]; ok {
-		shown.MilliCPU = q.Value()
-	}
-	if q, ok := node.Status.Allocatable[a.opts.Profile.Memory]; ok {
-		shown.Memory = q.Value()
-	}
-	value, changed := a.hyst.Next(offer, alloc, cfg.Hysteresis)
+	bytes, milli := a.opts.Profile.Amounts(node.Status.Allocatable)
+	shown := Amount{MilliCPU: milli, Memory: bytes}
 	_, present := node.Status.Allocatable[a.opts.Profile.CPU]
+	value, changed := a.hyst.Next(offer, alloc, cfg.Hysteresis)
 	if changed || value != shown || !present {
 		list := map[corev1.ResourceName]resource.Quantity{
 			a.opts.Profile.CPU:    *resource.NewQuantity(value.MilliCPU, resource.DecimalSI),
