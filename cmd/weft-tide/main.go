@@ -36,6 +36,9 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-address", "0", "address of the controller's Prometheus metrics (0: off)")
 	flag.StringVar(&schedulerName, "batch-scheduler-name", "weft-scheduler", "the scheduler whose pods are batch work (Weft's)")
 	busy := flag.Duration("busy-interval", 2*time.Second, "how soon a pool with a move under way is looked at again")
+	parallelism := flag.Int("parallelism", 16, "nodes (and pods) written to at once")
+	qps := flag.Float64("kube-api-qps", 50, "API requests per second (a hundred nodes moved is some four hundred requests)")
+	burst := flag.Int("kube-api-burst", 100, "API request burst")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
@@ -50,6 +53,7 @@ func main() {
 	if err != nil {
 		fail(2, "kubernetes: %v", err)
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		fail(1, "%v", err)
@@ -69,7 +73,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r := tide.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("weft-tide"), tide.Options{
-		BatchSchedulerName: schedulerName, Logger: logger, Busy: *busy})
+		BatchSchedulerName: schedulerName, Logger: logger, Busy: *busy, Parallelism: *parallelism})
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		fail(1, "%v", err)
 	}

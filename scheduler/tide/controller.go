@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,10 @@ type Options struct {
 	// (default 2s); Idle, one without (default 30s): node and pod
 	// changes wake it before then.
 	Busy, Idle time.Duration
+	// Parallelism is how many nodes (and pods, for the deletion cost)
+	// are written to at once (default 16): a decision that lends a
+	// hundred nodes must not take a hundred round trips in a row.
+	Parallelism int
 }
 
 // Reconciler drives TidePools: one reconcile plans the pool's moves and
@@ -53,6 +58,9 @@ type Reconciler struct {
 	client client.Client
 	events record.EventRecorder
 	opts   Options
+	// statusMu guards the pool status a reconcile builds while its nodes
+	// move in parallel.
+	statusMu sync.Mutex
 }
 
 // NewReconciler returns a Reconciler over c.
@@ -68,6 +76,7 @@ func NewReconciler(c client.Client, events record.EventRecorder, opts Options) *
 	}
 	opts.Busy = cmp.Or(opts.Busy, 2*time.Second)
 	opts.Idle = cmp.Or(opts.Idle, 30*time.Second)
+	opts.Parallelism = cmp.Or(opts.Parallelism, 16)
 	return &Reconciler{client: c, events: events, opts: opts}
 }
 
@@ -115,6 +124,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.opts.Now()
 	var pool v1alpha1.TidePool
 	if err := r.client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetPool(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	nodes, conflict, err := r.claim(ctx, &pool)
@@ -146,18 +158,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	var errs []error
+	type start struct {
+		node *corev1.Node
+		to   v1alpha1.NodeState
+	}
+	var starts []start
 	for _, move := range []struct {
 		names []string
 		to    v1alpha1.NodeState
 	}{{plan.Lend, v1alpha1.StateOnlineToOffline}, {plan.Abort, v1alpha1.StateOnline}, {plan.Reclaim, v1alpha1.StateOfflineToOnline}} {
 		for _, name := range move.names {
-			errs = append(errs, r.move(ctx, &pool, status, byName[name], move.to, plan.Reason, now))
+			starts = append(starts, start{byName[name], move.to})
 		}
 	}
-	for _, n := range nodes {
-		errs = append(errs, r.drive(ctx, &pool, status, n, pods[n.Name], now))
-	}
+	// A node starts its move and then takes its first step in the same
+	// reconcile (a node with nothing to drain goes straight on); nodes
+	// move side by side.
+	errs := []error{r.each(len(starts), func(i int) error {
+		return r.move(ctx, &pool, status, starts[i].node, starts[i].to, plan.Reason, batchCount(r, pods[starts[i].node.Name]), now)
+	})}
+	errs = append(errs, r.each(len(nodes), func(i int) error {
+		return r.drive(ctx, &pool, status, nodes[i], pods[nodes[i].Name], now)
+	}))
+	errs = append(errs, r.markDeletionCost(ctx, nodes, plan.Next, pods))
 	counts, moving := v1alpha1.NodeCounts{}, false
 	for _, n := range nodes {
 		switch StateOf(n) {
@@ -174,6 +197,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	status.Nodes = counts
+	for state, n := range map[v1alpha1.NodeState]int32{v1alpha1.StateOnline: counts.Online, v1alpha1.StateOnlineToOffline: counts.OnlineToOffline,
+		v1alpha1.StateOffline: counts.Offline, v1alpha1.StateOfflineToOnline: counts.OfflineToOnline} {
+		nodesGauge.WithLabelValues(pool.Name, string(state)).Set(float64(n))
+	}
 	movingCond := metav1.Condition{Type: ConditionMoving, Status: metav1.ConditionFalse, Reason: "Settled", ObservedGeneration: pool.Generation}
 	if moving {
 		movingCond.Status, movingCond.Reason = metav1.ConditionTrue, "NodesInTransition"
@@ -295,7 +322,9 @@ func (r *Reconciler) view(n *corev1.Node, pods []*corev1.Pod) NodeView {
 		case online:
 			v.OnlinePods++
 			v.OnlineMilliCPU += cpuRequest(p)
-			if c, err := strconv.ParseInt(p.Annotations[deletionCost], 10, 64); err == nil {
+			// The policy weighs what the services' owners set, not the
+			// costs this controller set itself.
+			if c, err := strconv.ParseInt(p.Annotations[deletionCost], 10, 64); err == nil && !ownCost(p) {
 				v.DeletionCost += c
 			}
 		case batch:
@@ -322,29 +351,78 @@ func (r *Reconciler) pendingOnline(unbound []*corev1.Pod) int64 {
 	return sum
 }
 
-// move starts a node's move to s (or, for an abort, ends it at Online).
-func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, s v1alpha1.NodeState, reason string, now time.Time) error {
+// move moves a node to s: it starts a move (to an intermediate state),
+// completes one, or rolls one back. batchPods are the batch pods on the
+// node, the ones a move back to Online gives notice to.
+func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, s v1alpha1.NodeState, reason string, batchPods int, now time.Time) error {
 	if n == nil {
 		return nil
 	}
-	from := StateOf(n)
+	from, entered := StateOf(n), since(n)
+	noticed, killed := annotationInt(n, AnnotationNoticedPods), annotationInt(n, AnnotationKilledPods)
 	orig := n.DeepCopy()
 	setState(n, s, now)
 	if s == v1alpha1.StateOfflineToOnline {
 		n.Annotations[AnnotationDeadline] = now.Add(notice(pool)).UTC().Format(time.RFC3339)
+		n.Annotations[AnnotationNoticedPods] = strconv.Itoa(batchPods)
 	}
 	if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
 		*n = *orig
 		return fmt.Errorf("node %s → %s: %w", n.Name, s, err)
 	}
+	transitionsTotal.WithLabelValues(pool.Name, string(s), reason).Inc()
+	if (from == v1alpha1.StateOnlineToOffline || from == v1alpha1.StateOfflineToOnline) && !entered.IsZero() {
+		transitionSeconds.WithLabelValues(pool.Name, string(from), string(s)).Observe(now.Sub(entered).Seconds())
+	}
+	if from == v1alpha1.StateOfflineToOnline && s == v1alpha1.StateOnline {
+		// The notice's outcome: the batch pods it was given to, less
+		// those still there at its deadline.
+		saved := max(0, noticed-killed)
+		batchPodsTotal.WithLabelValues(pool.Name, "saved").Add(float64(saved))
+		batchPodsTotal.WithLabelValues(pool.Name, "killed").Add(float64(killed))
+		if noticed > 0 {
+			r.events.Eventf(n, corev1.EventTypeNormal, "TideNoticeOutcome", "node %s: %d of %d batch pods ended within the notice, %d killed at its deadline",
+				n.Name, saved, noticed, killed)
+		}
+	}
 	r.record(pool, status, n, from, s, reason, now)
 	return nil
+}
+
+// batchCount is how many of pods are batch work.
+func batchCount(r *Reconciler, pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if r.kindOf(p) == batch {
+			n++
+		}
+	}
+	return n
+}
+
+// each runs fn for 0..n-1, Parallelism at a time, and joins the errors.
+func (r *Reconciler) each(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, r.opts.Parallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // record tells a transition: Events on the node and the pool, the pool's
 // last transitions.
 func (r *Reconciler) record(pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, from, to v1alpha1.NodeState, reason string, now time.Time) {
 	msg := fmt.Sprintf("node %s: %s → %s (%s)", n.Name, from, to, reason)
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	r.events.Event(n, corev1.EventTypeNormal, "Tide"+string(to), msg)
 	r.events.Event(pool, corev1.EventTypeNormal, "Tide"+string(to), msg)
 	r.opts.Logger.Info("tide: transition", "pool", pool.Name, "node", n.Name, "from", from, "to", to, "reason", reason)
@@ -373,7 +451,7 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		target, back = v1alpha1.StateOffline, v1alpha1.StateOnline
 		if t := since(n); !t.IsZero() && now.Sub(t) > drainTimeout(pool) {
 			r.events.Eventf(n, corev1.EventTypeWarning, "TideDrainTimeout", "online pods did not leave node %s within %s: back to Online", n.Name, drainTimeout(pool))
-			return r.move(ctx, pool, status, n, back, "DrainTimeout", now)
+			return r.move(ctx, pool, status, n, back, "DrainTimeout", 0, now)
 		}
 		for _, p := range pods {
 			if r.kindOf(p) == online {
@@ -394,6 +472,16 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int {
 			return cmp.Compare(translator.Tier(a.Labels[translator.LabelTier]).ReclaimOrder(), translator.Tier(b.Labels[translator.LabelTier]).ReclaimOrder())
 		})
+		if _, counted := n.Annotations[AnnotationKilledPods]; !counted && len(leaving) > 0 {
+			// What the notice did not save, counted once: a restarted
+			// controller finds it on the Node.
+			orig := n.DeepCopy()
+			n.Annotations[AnnotationKilledPods] = strconv.Itoa(len(leaving))
+			if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
+				*n = *orig
+				return fmt.Errorf("node %s: count the pods past the notice: %w", n.Name, err)
+			}
+		}
 	default:
 		return nil
 	}
@@ -437,7 +525,7 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		}
 		return err
 	}
-	return r.move(ctx, pool, status, n, target, "Completed", now)
+	return r.move(ctx, pool, status, n, target, "Completed", 0, now)
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus) error {
@@ -479,6 +567,77 @@ func ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// markDeletionCost gives the online pods of the nodes lent next the
+// lowest pod-deletion-cost — the first node's lowest — so that the
+// ReplicaSet controller, scaling a service in, deletes them before any
+// other and empties those nodes first (it honours the annotation on
+// ReplicaSet pods only, so only those are marked). A cost this
+// controller set on a pod of another node is taken off again; a cost
+// someone else set is never touched.
+func (r *Reconciler) markDeletionCost(ctx context.Context, nodes []*corev1.Node, next []string, pods map[string][]*corev1.Pod) error {
+	rank := map[string]int{}
+	for i, name := range next {
+		rank[name] = i - len(next)
+	}
+	var patches []*corev1.Pod
+	var wants []string
+	for _, n := range nodes {
+		if StateOf(n) != v1alpha1.StateOnline {
+			continue // its pods are leaving or are batch work
+		}
+		for _, p := range pods[n.Name] {
+			if r.kindOf(p) != online || !ownedByReplicaSet(p) || p.DeletionTimestamp != nil {
+				continue
+			}
+			_, userSet := p.Annotations[deletionCost]
+			if userSet && !ownCost(p) {
+				continue
+			}
+			want := ""
+			if c, ok := rank[n.Name]; ok {
+				want = strconv.Itoa(c)
+			}
+			if p.Annotations[AnnotationDeletionCost] != want {
+				patches, wants = append(patches, p), append(wants, want)
+			}
+		}
+	}
+	return r.each(len(patches), func(i int) error {
+		p := patches[i]
+		orig := p.DeepCopy()
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		if wants[i] == "" {
+			delete(p.Annotations, deletionCost)
+			delete(p.Annotations, AnnotationDeletionCost)
+		} else {
+			p.Annotations[deletionCost] = wants[i]
+			p.Annotations[AnnotationDeletionCost] = wants[i]
+		}
+		if err := r.client.Patch(ctx, p, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod-deletion-cost of %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		return nil
+	})
+}
+
+// ownCost reports whether p's pod-deletion-cost is the one this
+// controller set.
+func ownCost(p *corev1.Pod) bool {
+	mark, ok := p.Annotations[AnnotationDeletionCost]
+	return ok && mark == p.Annotations[deletionCost]
+}
+
+func ownedByReplicaSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "ReplicaSet" && o.Controller != nil && *o.Controller {
+			return true
 		}
 	}
 	return false

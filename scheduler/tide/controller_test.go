@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -318,5 +319,123 @@ func eventWith(r *record.FakeRecorder, s string) string {
 		default:
 			return ""
 		}
+	}
+}
+
+func rsPod(name, node, cpu string) *corev1.Pod {
+	p := onlinePod(name, node, cpu)
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f", UID: "rs-1", Controller: &yes}}
+	return p
+}
+
+func (c *cluster) pod(name string) *corev1.Pod {
+	var p corev1.Pod
+	if err := c.client.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: name}, &p); err != nil {
+		c.t.Fatal(err)
+	}
+	return &p
+}
+
+// Ahead of lending, the online ReplicaSet pods of the node lent next get
+// the lowest pod-deletion-cost, so that scale-in empties it first; a
+// cost an owner set is left alone and weighs in the DeletionCost policy,
+// the controller's own does not; once the node is no longer next, the
+// controller's cost goes.
+func TestTideDeletionCost(t *testing.T) {
+	pool := nightPool()
+	pool.Spec.Policy = v1alpha1.PolicyDeletionCost
+	owned := rsPod("web-owned", "b", "3")
+	owned.Annotations = map[string]string{deletionCost: "500"}
+	c := newCluster(t, pool, kubeNode("a"), kubeNode("b"), kubeNode("c"),
+		rsPod("web-a", "a", "9"), owned, rsPod("web-c", "c", "9"), onlinePod("naked", "a", "0"))
+	c.reconcile()
+	// 21 of 30 CPUs: nothing can be lent. c is next: cost 0 (b has
+	// 500), one pod (a has two).
+	if s := c.states(); s["a"] != v1alpha1.StateOnline || s["b"] != v1alpha1.StateOnline || s["c"] != v1alpha1.StateOnline {
+		t.Fatalf("states %v", s)
+	}
+	if got := c.pod("web-c").Annotations[deletionCost]; got != "-1" {
+		t.Errorf("next node's pod cost %q, want -1", got)
+	}
+	if got := c.pod("web-owned").Annotations[deletionCost]; got != "500" {
+		t.Errorf("owner's cost changed to %q", got)
+	}
+	if _, ok := c.pod("naked").Annotations[deletionCost]; ok {
+		t.Error("a pod no ReplicaSet owns was given a cost")
+	}
+	if _, ok := c.pod("web-a").Annotations[deletionCost]; ok {
+		t.Error("a node not next had its pod's cost set")
+	}
+	// The controller's own cost does not count as the owner's: c stays
+	// next while its pod is there; once a's pod goes, a is next instead.
+	c.reconcile()
+	if got := c.pod("web-c").Annotations[deletionCost]; got != "-1" {
+		t.Errorf("own cost moved the choice: %q", got)
+	}
+	c.client.Delete(context.Background(), c.pod("web-a"))
+	c.client.Create(context.Background(), rsPod("web-a2", "c", "9"))
+	c.reconcile() // 21/30 still: a is empty, next; c's marks go
+	if _, ok := c.pod("web-c").Annotations[deletionCost]; ok {
+		t.Errorf("cost kept on a node no longer next: %v", c.pod("web-c").Annotations)
+	}
+}
+
+// A node taken back counts its batch pods as saved by the notice (ended
+// before the deadline) or killed (evicted at it), in metrics and an
+// Event; the pool's nodes per state and the transition durations are
+// metrics.
+func TestTideNoticeOutcomeMetrics(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	c.reconcile() // b lent
+	c.now = c.now.Add(3 * time.Second)
+	c.reconcile() // b Offline
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("states %v", s)
+	}
+	if got := testutil.ToFloat64(nodesGauge.WithLabelValues("night", "Offline")); got != 1 {
+		t.Errorf("nodes Offline gauge %v", got)
+	}
+	for _, name := range []string{"m1", "m2", "m3"} {
+		c.client.Create(context.Background(), batchPod(name, "b", translator.TierLow))
+	}
+	killedBefore := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "killed"))
+	savedBefore := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "saved"))
+	pool := c.pool()
+	pool.Spec.MinOnlineNodes = 2
+	c.client.Update(context.Background(), pool)
+	c.reconcile()
+	if n := c.node("b"); StateOf(n) != v1alpha1.StateOfflineToOnline || n.Annotations[AnnotationNoticedPods] != "3" {
+		t.Fatalf("b taken back: %s %v", StateOf(n), n.Annotations)
+	}
+	// Two end within the notice; one is killed at the deadline.
+	for _, name := range []string{"m1", "m2"} {
+		var p corev1.Pod
+		c.client.Get(context.Background(), types.NamespacedName{Namespace: "weft-jobs", Name: name}, &p)
+		c.client.Delete(context.Background(), &p)
+	}
+	c.now = c.now.Add(11 * time.Minute)
+	c.reconcile()
+	if n := c.node("b"); n.Annotations[AnnotationKilledPods] != "1" {
+		t.Errorf("killed count on the node %v", n.Annotations)
+	}
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOnline {
+		t.Fatalf("b not back: %s", s["b"])
+	}
+	if n := c.node("b"); n.Annotations[AnnotationNoticedPods] != "" || n.Annotations[AnnotationKilledPods] != "" {
+		t.Errorf("counts left on an Online node: %v", n.Annotations)
+	}
+	if d := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "killed")) - killedBefore; d != 1 {
+		t.Errorf("killed +%v, want 1", d)
+	}
+	if d := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "saved")) - savedBefore; d != 2 {
+		t.Errorf("saved +%v, want 2", d)
+	}
+	if e := eventWith(c.events, "TideNoticeOutcome"); !strings.Contains(e, "2 of 3 batch pods ended within the notice, 1 killed") {
+		t.Errorf("outcome Event %q", e)
+	}
+	if n := testutil.CollectAndCount(transitionSeconds); n == 0 {
+		t.Error("no transition durations observed")
 	}
 }

@@ -2,6 +2,7 @@ package tide
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,15 @@ const (
 	// AnnotationHooksDone lists the hooks that answered for the state the
 	// node is completing its move to: "Offline:drain-dns,cmdb".
 	AnnotationHooksDone = "weft.io/tide-hooks-done"
+	// AnnotationNoticedPods is how many batch pods were on the node when
+	// its move back to online work gave them notice; AnnotationKilledPods,
+	// how many were still there at the deadline. Together: the kill rate.
+	AnnotationNoticedPods = "weft.io/tide-noticed-pods"
+	AnnotationKilledPods  = "weft.io/tide-killed-pods"
+	// AnnotationDeletionCost marks a pod whose pod-deletion-cost the
+	// controller set (the value it set), so that it is changed or removed
+	// only while it is still the controller's.
+	AnnotationDeletionCost = "weft.io/tide-deletion-cost"
 )
 
 // StateOf is a node's state in the tide (Online without a label).
@@ -63,6 +73,8 @@ func setState(n *corev1.Node, s v1alpha1.NodeState, now time.Time) {
 	delete(n.Annotations, AnnotationHooksDone)
 	if s != v1alpha1.StateOfflineToOnline {
 		delete(n.Annotations, AnnotationDeadline)
+		delete(n.Annotations, AnnotationNoticedPods)
+		delete(n.Annotations, AnnotationKilledPods)
 	}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
@@ -106,4 +118,10 @@ func markHookDone(n *corev1.Node, s v1alpha1.NodeState, name string) {
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[AnnotationHooksDone] = string(s) + ":" + strings.Join(names, ",")
+}
+
+// annotationInt is a node's integer annotation (0 if absent or not one).
+func annotationInt(n *corev1.Node, key string) int {
+	v, _ := strconv.Atoi(n.Annotations[key])
+	return v
 }

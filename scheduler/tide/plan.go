@@ -52,6 +52,12 @@ type Plan struct {
 	Abort []string
 	// Reclaim are Offline nodes to start taking back (→ OfflineToOnline).
 	Reclaim []string
+	// Next are the Online nodes that would be lent next, first first (at
+	// most a tenth of the pool, and no more than the caps leave room
+	// for): the reconciler gives their online pods the lowest
+	// pod-deletion-cost, so that a ReplicaSet scaling in empties them
+	// first and the next lending moves little or nothing.
+	Next []string
 	// Reason says why, for Events and the pool's transitions.
 	Reason string
 }
@@ -145,26 +151,16 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64,
 				toOnline++
 			}
 		}
+		p.Next = next(spec, nodes, nil, online, lent, minOnline)
 		return p
 	}
 	if toOnline > 0 || int64(p.LevelPercent) >= watermark {
+		p.Next = next(spec, nodes, nil, online, lent, minOnline)
 		return p
 	}
-	candidates := byName(nodes, v1alpha1.StateOnline)
-	slices.SortStableFunc(candidates, func(a, b NodeView) int {
-		if spec.Policy == v1alpha1.PolicyDeletionCost {
-			if c := cmp.Compare(a.DeletionCost, b.DeletionCost); c != 0 {
-				return c
-			}
-		}
-		if c := cmp.Compare(a.OnlinePods, b.OnlinePods); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.OnlineMilliCPU, b.OnlineMilliCPU)
-	})
-	for _, n := range candidates {
-		if !n.Ready || online-1 < minOnline || (spec.MaxLentNodes != nil && lent >= int(*spec.MaxLentNodes)) {
-			continue
+	for _, n := range lendOrder(spec, nodes) {
+		if online-1 < minOnline || (spec.MaxLentNodes != nil && lent >= int(*spec.MaxLentNodes)) {
+			break
 		}
 		if !fits(capacity - n.MilliCPU) {
 			continue
@@ -177,7 +173,54 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64,
 	if len(p.Lend) > 0 {
 		p.Reason = ReasonBelowWatermark
 	}
+	p.Next = next(spec, nodes, p.Lend, online, lent, minOnline)
 	return p
+}
+
+// lendOrder is the pool's Ready Online nodes in the order the policy
+// lends them: the lowest deletion cost first (DeletionCost), then the
+// fewest online pods, then the least online CPU, then by name.
+func lendOrder(spec v1alpha1.TidePoolSpec, nodes []NodeView) []NodeView {
+	var out []NodeView
+	for _, n := range byName(nodes, v1alpha1.StateOnline) {
+		if n.Ready {
+			out = append(out, n)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b NodeView) int {
+		if spec.Policy == v1alpha1.PolicyDeletionCost {
+			if c := cmp.Compare(a.DeletionCost, b.DeletionCost); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.OnlinePods, b.OnlinePods); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.OnlineMilliCPU, b.OnlineMilliCPU)
+	})
+	return out
+}
+
+// next is the Online nodes, besides those lent now, that the pool would
+// lend next once the level allows: a tenth of the pool (at least one),
+// no more than the minimum of online nodes and the cap of lent nodes
+// leave room for.
+func next(spec v1alpha1.TidePoolSpec, nodes []NodeView, lending []string, online, lent, minOnline int) []string {
+	room := online - minOnline
+	if spec.MaxLentNodes != nil {
+		room = min(room, int(*spec.MaxLentNodes)-lent)
+	}
+	room = min(room, max(1, len(nodes)/10))
+	var out []string
+	for _, n := range lendOrder(spec, nodes) {
+		if len(out) >= room {
+			break
+		}
+		if !slices.Contains(lending, n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // byName is the nodes in state s (Online includes a node without one),

@@ -112,3 +112,29 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// The nodes lent next, for the pod-deletion-cost: in lending order, past
+// those lent now, a tenth of the pool, within the caps.
+func TestDecideNext(t *testing.T) {
+	spec := v1alpha1.TidePoolSpec{WatermarkPercent: 90, BandPercent: 5}
+	// 20 nodes, heavily used: nothing is lent, the two emptiest are next.
+	busy := make([]int64, 20)
+	for i := range busy {
+		busy[i] = 9500 - int64(i%7)*100
+	}
+	busy[13], busy[4] = 8000, 8500
+	if p := Decide(spec, pool(busy...), 0, now); len(p.Lend) != 0 || !slices.Equal(p.Next, []string{"n13", "n04"}) {
+		t.Errorf("busy pool: %s, next %v", p, p.Next)
+	}
+	// Lending now: next comes after those lent.
+	light := pool(1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 9000, 9000, 9000)
+	p := Decide(spec, light, 0, now)
+	if len(p.Lend) == 0 || slices.Contains(p.Next, p.Lend[0]) || len(p.Next) != 1 {
+		t.Errorf("light pool: %s, next %v", p, p.Next)
+	}
+	// No room under the cap: nothing next.
+	spec.MaxLentNodes = int32p(0)
+	if p := Decide(spec, light, 0, now); len(p.Next) != 0 || len(p.Lend) != 0 {
+		t.Errorf("capped pool: %s, next %v", p, p.Next)
+	}
+}
