@@ -503,6 +503,10 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 	if state == v1alpha1.StateOfflineToOnline {
 		from = v1alpha1.StateOffline
 	}
+	retryAt, failures := hookRetry(n)
+	if now.Before(retryAt) {
+		return nil // the hooks failed; they are called again at retryAt
+	}
 	orig := n.DeepCopy()
 	done := hooksDone(n, state)
 	var failed []error
@@ -519,7 +523,10 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 	}
 	if len(failed) > 0 {
 		err := errors.Join(failed...)
-		r.events.Eventf(n, corev1.EventTypeWarning, "TideHookFailed", "node %s stays %s: %v", n.Name, state, err)
+		failures++
+		wait := hookBackoff(failures)
+		n.Annotations[AnnotationHookRetry] = now.Add(wait).UTC().Format(time.RFC3339) + "," + strconv.Itoa(failures)
+		r.events.Eventf(n, corev1.EventTypeWarning, "TideHookFailed", "node %s stays %s (failure %d, next try in %s): %v", n.Name, state, failures, wait, err)
 		if perr := r.client.Patch(ctx, n, client.MergeFrom(orig)); perr != nil {
 			return errors.Join(err, perr)
 		}

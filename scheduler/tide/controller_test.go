@@ -439,3 +439,83 @@ func TestTideNoticeOutcomeMetrics(t *testing.T) {
 		t.Error("no transition durations observed")
 	}
 }
+
+// A failing hook is called again with backoff (5 s, doubling), kept on
+// the Node; the node is neither lost nor lent twice meanwhile.
+func TestTideHookBackoff(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	c.hooks.fail["cmdb"] = true
+	attempts := func() int { return strings.Count(drainEvents(c.events), "TideHookFailed") }
+	c.reconcile()
+	if got := attempts(); got != 1 {
+		t.Fatalf("%d failed attempts, want 1", got)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		tried int
+	}{{2 * time.Second, 0}, {3 * time.Second, 1}, {5 * time.Second, 0}, {5 * time.Second, 1}, {19 * time.Second, 0}, {time.Second, 1}} {
+		c.now = c.now.Add(step.after)
+		c.reconcile()
+		if got := attempts(); got != step.tried {
+			t.Errorf("+%s: %d attempts, want %d", step.after, got, step.tried)
+		}
+		if s := c.states(); s["b"] != v1alpha1.StateOnlineToOffline || s["a"] != v1alpha1.StateOnline {
+			t.Fatalf("states while the hook fails: %v", s)
+		}
+	}
+	c.hooks.fail["cmdb"] = false
+	c.now = c.now.Add(time.Minute)
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("b after the hook answered: %s", s["b"])
+	}
+	if _, ok := c.node("b").Annotations[AnnotationHookRetry]; ok {
+		t.Error("retry kept after the move")
+	}
+}
+
+// The timed mode on the injected clock: a window keeping every node
+// Online takes the lent node back at its start, and the trough lends it
+// again once the window ends.
+func TestTideTimedWindow(t *testing.T) {
+	pool := nightPool()
+	pool.Spec.Hooks = nil
+	pool.Spec.Notice = &metav1.Duration{}
+	pool.Spec.Windows = []v1alpha1.TimedWindow{{From: metav1.NewTime(now.Add(time.Hour)), To: metav1.NewTime(now.Add(2 * time.Hour)), OnlineNodes: 2}}
+	c := newCluster(t, pool, kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	settle := func() {
+		for range 3 {
+			c.reconcile()
+			c.now = c.now.Add(time.Second)
+		}
+	}
+	settle()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("before the window: %v", s)
+	}
+	c.now = now.Add(time.Hour)
+	settle()
+	if s := c.states(); s["b"] != v1alpha1.StateOnline {
+		t.Fatalf("in the window: %v", s)
+	}
+	if p := c.pool(); p.Status.LastTransitions[1].Reason != ReasonTimedWindow {
+		t.Errorf("transitions %+v", p.Status.LastTransitions)
+	}
+	c.now = now.Add(2 * time.Hour)
+	settle()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("after the window: %v", s)
+	}
+}
+
+func drainEvents(r *record.FakeRecorder) string {
+	var all []string
+	for {
+		select {
+		case e := <-r.Events:
+			all = append(all, e)
+		default:
+			return strings.Join(all, "\n")
+		}
+	}
+}

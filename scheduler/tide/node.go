@@ -37,6 +37,10 @@ const (
 	// AnnotationNoticedPods is how many batch pods were on the node when
 	// its move back to online work gave them notice; AnnotationKilledPods,
 	// how many were still there at the deadline. Together: the kill rate.
+	// AnnotationHookRetry is when the hooks of the node's move, having
+	// failed, are called again, and how many times in a row they failed:
+	// "2026-11-24T03:00:00Z,3".
+	AnnotationHookRetry = "weft.io/tide-hook-retry"
 	AnnotationNoticedPods = "weft.io/tide-noticed-pods"
 	AnnotationKilledPods  = "weft.io/tide-killed-pods"
 	// AnnotationDeletionCost marks a pod whose pod-deletion-cost the
@@ -71,6 +75,7 @@ func setState(n *corev1.Node, s v1alpha1.NodeState, now time.Time) {
 	n.Labels[LabelState] = string(s)
 	n.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339)
 	delete(n.Annotations, AnnotationHooksDone)
+	delete(n.Annotations, AnnotationHookRetry)
 	if s != v1alpha1.StateOfflineToOnline {
 		delete(n.Annotations, AnnotationDeadline)
 		delete(n.Annotations, AnnotationNoticedPods)
@@ -124,4 +129,23 @@ func markHookDone(n *corev1.Node, s v1alpha1.NodeState, name string) {
 func annotationInt(n *corev1.Node, key string) int {
 	v, _ := strconv.Atoi(n.Annotations[key])
 	return v
+}
+
+// hookRetry is when a node's failed hooks are called again and how many
+// times in a row they failed (zero time: now).
+func hookRetry(n *corev1.Node) (time.Time, int) {
+	at, count, _ := strings.Cut(n.Annotations[AnnotationHookRetry], ",")
+	t, _ := time.Parse(time.RFC3339, at)
+	c, _ := strconv.Atoi(count)
+	return t, c
+}
+
+// hookBackoff is how long after its failures-th failure in a row a
+// node's hooks wait: 5 s, doubling, at most 5 minutes.
+func hookBackoff(failures int) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < failures && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
 }
