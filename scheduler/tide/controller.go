@@ -295,9 +295,14 @@ const (
 	online kind = iota
 	batch
 	// pinned are pods that stay whatever the tide: DaemonSets' and
-	// static (mirror) pods.
+	// static (mirror) pods, and pods that tolerate the taint of a lent
+	// node (they may run there: Weft's own control plane, system pods
+	// tolerating every taint).
 	pinned
 )
+
+// lentTaint is the taint of an Offline node.
+var lentTaint = corev1.Taint{Key: TaintKey, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule}
 
 func (r *Reconciler) kindOf(p *corev1.Pod) kind {
 	if p.Spec.SchedulerName == r.opts.BatchSchedulerName && r.opts.BatchSchedulerName != "" || p.Labels[translator.LabelManagedBy] == "weft" {
@@ -308,6 +313,11 @@ func (r *Reconciler) kindOf(p *corev1.Pod) kind {
 	}
 	for _, o := range p.OwnerReferences {
 		if o.Kind == "DaemonSet" {
+			return pinned
+		}
+	}
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(&lentTaint) {
 			return pinned
 		}
 	}

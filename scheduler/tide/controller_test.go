@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -517,5 +518,25 @@ func drainEvents(r *record.FakeRecorder) string {
 		default:
 			return strings.Join(all, "\n")
 		}
+	}
+}
+
+// Pods that tolerate a lent node's taint (Weft's own control plane, a
+// system pod tolerating everything) stay on a node being lent and do
+// not hold its move up.
+func TestTideTolerantPodsStay(t *testing.T) {
+	rm := onlinePod("weft-rm", "b", "1")
+	rm.Spec.Tolerations = []corev1.Toleration{{Key: TaintKey, Operator: corev1.TolerationOpExists}}
+	sys := onlinePod("agent", "b", "0")
+	sys.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "2"), onlinePod("web-2", "b", "1"), rm, sys)
+	c.reconcile()
+	c.now = c.now.Add(time.Second)
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("states %v", s)
+	}
+	if got := c.pods("b"); !slices.Equal(got, []string{"agent", "weft-rm"}) {
+		t.Errorf("pods left on b: %v", got)
 	}
 }
