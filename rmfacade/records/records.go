@@ -119,6 +119,10 @@ type Application struct {
 	KeepContainers bool     `json:"keepContainers,omitempty"`
 	// CurrentAttempt is the id of the latest attempt, 0 before the first.
 	CurrentAttempt int32 `json:"currentAttempt,omitempty"`
+	// FailedAttempts counts the attempts that failed and count towards
+	// MaxAttempts: not those whose AM was preempted, aborted or killed by
+	// the RM (YARN's RMAppAttemptImpl.shouldCountTowardsMaxAttemptRetry).
+	FailedAttempts int32 `json:"failedAttempts,omitempty"`
 
 	Host                string  `json:"host,omitempty"`
 	RPCPort             int32   `json:"rpcPort,omitempty"`
@@ -185,6 +189,7 @@ const (
 	ExitSuccess            int32 = 0
 	ExitInvalid            int32 = -1000
 	ExitAborted            int32 = -100
+	ExitDisksFailed        int32 = -101
 	ExitPreempted          int32 = -102
 	ExitKilledByAppMaster  int32 = -105
 	ExitKilledByRM         int32 = -106

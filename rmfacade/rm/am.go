@@ -122,6 +122,20 @@ func (m *Manager) AMLaunched(ctx context.Context, id records.AttemptID, containe
 	})
 }
 
+// countsTowardsMaxAttempts reports whether an AM container that ended
+// with exitCode uses up one of the application's attempts. As in YARN
+// (RMAppAttemptImpl.shouldCountTowardsMaxAttemptRetry), an AM the
+// cluster took away — preempted (a queue's reclaim, a node the tide took
+// back), aborted (its pod deleted), its disks failed, killed by the RM —
+// does not: the application did nothing wrong.
+func countsTowardsMaxAttempts(exitCode int32) bool {
+	switch exitCode {
+	case records.ExitPreempted, records.ExitAborted, records.ExitDisksFailed, records.ExitKilledByRM:
+		return false
+	}
+	return true
+}
+
 // AMExited records that the attempt's AM container ended before
 // unregistering: the attempt FAILED with diagnostics, then a new attempt
 // if the application has attempts left, else the application FAILED — as
@@ -149,13 +163,20 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 		if err := w.PutAttempt(&t); err != nil {
 			return err
 		}
-		if id.ID < a.MaxAttempts {
+		if countsTowardsMaxAttempts(exitCode) {
+			a.FailedAttempts++
+		}
+		if a.FailedAttempts < a.MaxAttempts {
 			retried = true
 			next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
 				FinalStatus: records.FinalUndefined, StartTime: now}
 			a.CurrentAttempt, a.State = next.ID.ID, records.AppAccepted
 			a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = "", 0, "", ""
 			a.Diagnostics = diag + "\nFailing this attempt. Will retry, attempt " + fmt.Sprint(next.ID.ID) + " of " + fmt.Sprint(a.MaxAttempts) + "."
+			if !countsTowardsMaxAttempts(exitCode) {
+				a.Diagnostics = fmt.Sprintf("%s\nThe AM container was taken away (exit status %d): the attempt does not count towards the %d allowed. Will retry, attempt %d.",
+					diag, exitCode, a.MaxAttempts, next.ID.ID)
+			}
 			if err := w.PutAttempt(next); err != nil {
 				return err
 			}

@@ -238,3 +238,34 @@ func TestFinishingUntilAMExits(t *testing.T) {
 		t.Fatalf("after exit: %s/%s", app.State, app.FinalStatus)
 	}
 }
+
+// An AM the cluster took away (preempted, its pod deleted) does not use
+// up an attempt, as in YARN: after two such exits an application allowed
+// two attempts still gets a third, and fails only after two exits of its
+// own.
+func TestAMPreemptedDoesNotCountTowardsMaxAttempts(t *testing.T) {
+	m, _ := newManager(t, t.TempDir())
+	ctx := context.Background()
+	id := m.NewApplicationID()
+	if err := m.Submit(ctx, Submission{ID: id, User: "alice", MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for i, exit := range []int32{records.ExitPreempted, records.ExitAborted, 1} {
+		if err := m.AMExited(ctx, records.AttemptID{App: id, ID: int32(i + 1)}, exit, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := m.Application(id)
+		if a.State != records.AppAccepted || a.CurrentAttempt != int32(i+2) {
+			t.Fatalf("after exit %d of attempt %d: %+v", exit, i+1, a)
+		}
+		if exit == records.ExitPreempted && !strings.Contains(a.Diagnostics, "does not count") {
+			t.Errorf("diagnostics %q", a.Diagnostics)
+		}
+	}
+	if err := m.AMExited(ctx, records.AttemptID{App: id, ID: 4}, 1, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := m.Application(id); a.State != records.AppFailed || !strings.Contains(a.Diagnostics, "failed 2 times") {
+		t.Fatalf("after two failures of its own: %+v", a)
+	}
+}
