@@ -73,7 +73,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r := tide.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("weft-tide"), tide.Options{
-		BatchSchedulerName: schedulerName, Logger: logger, Busy: *busy, Parallelism: *parallelism})
+		BatchSchedulerName: schedulerName, Logger: logger, Busy: *busy, Parallelism: *parallelism, APIReader: mgr.GetAPIReader()})
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		fail(1, "%v", err)
 	}

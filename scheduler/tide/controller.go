@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,10 @@ type Options struct {
 	// (default 2s); Idle, one without (default 30s): node and pod
 	// changes wake it before then.
 	Busy, Idle time.Duration
+	// APIReader reads straight from the API server (the manager's
+	// GetAPIReader): a drain is confirmed there, not in the cache.
+	// Default: the client.
+	APIReader client.Reader
 	// Parallelism is how many nodes (and pods, for the deletion cost)
 	// are written to at once (default 16): a decision that lends a
 	// hundred nodes must not take a hundred round trips in a row.
@@ -77,6 +82,9 @@ func NewReconciler(c client.Client, events record.EventRecorder, opts Options) *
 	opts.Busy = cmp.Or(opts.Busy, 2*time.Second)
 	opts.Idle = cmp.Or(opts.Idle, 30*time.Second)
 	opts.Parallelism = cmp.Or(opts.Parallelism, 16)
+	if opts.APIReader == nil {
+		opts.APIReader = c
+	}
 	return &Reconciler{client: c, events: events, opts: opts}
 }
 
@@ -454,27 +462,34 @@ func (r *Reconciler) record(pool *v1alpha1.TidePool, status *v1alpha1.TidePoolSt
 // once none is left and the hooks answered, it is Online.
 func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus, n *corev1.Node, pods []*corev1.Pod, now time.Time) error {
 	state := StateOf(n)
-	var leaving []*corev1.Pod
 	var target, back v1alpha1.NodeState
+	var leaves kind // the kind of pod that leaves the node in its state
 	switch state {
 	case v1alpha1.StateOnlineToOffline:
-		target, back = v1alpha1.StateOffline, v1alpha1.StateOnline
+		target, back, leaves = v1alpha1.StateOffline, v1alpha1.StateOnline, online
 		if t := since(n); !t.IsZero() && now.Sub(t) > drainTimeout(pool) {
 			r.events.Eventf(n, corev1.EventTypeWarning, "TideDrainTimeout", "online pods did not leave node %s within %s: back to Online", n.Name, drainTimeout(pool))
 			return r.move(ctx, pool, status, n, back, "DrainTimeout", 0, now)
 		}
-		for _, p := range pods {
-			if r.kindOf(p) == online {
-				leaving = append(leaving, p)
-			}
-		}
 	case v1alpha1.StateOfflineToOnline:
-		target = v1alpha1.StateOnline
-		for _, p := range pods {
-			if r.kindOf(p) == batch {
-				leaving = append(leaving, p)
-			}
+		target, leaves = v1alpha1.StateOnline, batch
+	case v1alpha1.StateOffline:
+		return r.evictStrays(ctx, n, pods)
+	default:
+		return nil
+	}
+	leaving := r.ofKind(pods, leaves)
+	if len(leaving) == 0 {
+		// Before the move completes, the API server's word, not the
+		// cache's: a pod bound an instant before the taint landed may not
+		// have reached the cache yet.
+		live, err := r.livePods(ctx, n.Name)
+		if err != nil {
+			return err
 		}
+		leaving = r.ofKind(live, leaves)
+	}
+	if state == v1alpha1.StateOfflineToOnline {
 		deadline, _ := time.Parse(time.RFC3339, n.Annotations[AnnotationDeadline])
 		if len(leaving) > 0 && now.Before(deadline) {
 			return nil // the notice runs
@@ -492,22 +507,9 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 				return fmt.Errorf("node %s: count the pods past the notice: %w", n.Name, err)
 			}
 		}
-	default:
-		return nil
 	}
 	if len(leaving) > 0 {
-		var errs []error
-		for _, p := range leaving {
-			if p.DeletionTimestamp != nil {
-				continue
-			}
-			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-			if err := r.client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
-				// 429: a PodDisruptionBudget holds it for now.
-				errs = append(errs, fmt.Errorf("evict %s/%s from %s: %w", p.Namespace, p.Name, n.Name, err))
-			}
-		}
-		return errors.Join(errs...)
+		return r.evict(ctx, n, leaving)
 	}
 	from := v1alpha1.StateOnline
 	if state == v1alpha1.StateOfflineToOnline {
@@ -545,10 +547,77 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 	return r.move(ctx, pool, status, n, target, "Completed", 0, now)
 }
 
+// writeStatus replaces the pool's status with the one this reconcile
+// built, whole: a merge patch of only what changed would leave a status
+// the schema refuses (the counts a new pool does not have yet), and one
+// that drops a field omitted when zero. A conflict is fixed by the next
+// reconcile.
+// evict evicts pods from node n through the Eviction API, so that
+// PodDisruptionBudgets hold; pods already on their way are left to go.
+func (r *Reconciler) evict(ctx context.Context, n *corev1.Node, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := r.client.SubResource("eviction").Create(ctx, p, ev); err != nil && !apierrors.IsNotFound(err) {
+			// 429: a PodDisruptionBudget holds it for now.
+			errs = append(errs, fmt.Errorf("evict %s/%s from %s: %w", p.Namespace, p.Name, n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// evictStrays evicts online pods found on a lent node: they do not
+// tolerate its taint, so they were bound in the instant before it landed,
+// by a scheduler that had not seen it yet.
+func (r *Reconciler) evictStrays(ctx context.Context, n *corev1.Node, pods []*corev1.Pod) error {
+	var strays []*corev1.Pod
+	for _, p := range r.ofKind(pods, online) {
+		if p.DeletionTimestamp == nil {
+			strays = append(strays, p)
+		}
+	}
+	if len(strays) == 0 {
+		return nil
+	}
+	r.events.Eventf(n, corev1.EventTypeWarning, "TideStrayOnlinePods", "%d online pods on lent node %s (bound as it was lent): evicted", len(strays), n.Name)
+	return r.evict(ctx, n, strays)
+}
+
+// ofKind are the pods of kind k.
+func (r *Reconciler) ofKind(pods []*corev1.Pod, k kind) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if r.kindOf(p) == k {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// livePods are the live pods bound to a node, as the API server has them.
+func (r *Reconciler) livePods(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.opts.APIReader.List(ctx, &list, client.MatchingFields{podNodeIndex: node}); err != nil {
+		return nil, fmt.Errorf("list pods on %s: %w", node, err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus) error {
-	orig := pool.DeepCopy()
+	if equality.Semantic.DeepEqual(&pool.Status, status) {
+		return nil
+	}
 	pool.Status = *status
-	if err := r.client.Status().Patch(ctx, pool, client.MergeFrom(orig)); err != nil {
+	if err := r.client.Status().Update(ctx, pool); err != nil {
 		return fmt.Errorf("pool %s status: %w", pool.Name, err)
 	}
 	return nil

@@ -62,7 +62,8 @@ func newCluster(t *testing.T, pool *v1alpha1.TidePool, objs ...client.Object) *c
 	v1alpha1.AddToScheme(scheme)
 	c := &cluster{t: t, events: record.NewFakeRecorder(1000), hooks: &hooks{fail: map[string]bool{}}, now: now}
 	c.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{pool}, objs...)...).
-		WithStatusSubresource(&v1alpha1.TidePool{}).Build()
+		WithStatusSubresource(&v1alpha1.TidePool{}).
+		WithIndex(&corev1.Pod{}, podNodeIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	c.r = c.restart()
 	return c
 }
@@ -538,5 +539,43 @@ func TestTideTolerantPodsStay(t *testing.T) {
 	}
 	if got := c.pods("b"); !slices.Equal(got, []string{"agent", "weft-rm"}) {
 		t.Errorf("pods left on b: %v", got)
+	}
+}
+
+// A drain completes only once the API server, not only the cache, has no
+// online pod on the node: one bound an instant before the taint landed
+// is evicted first. An online pod found on a lent node all the same is
+// evicted, with an Event.
+func TestTideDrainConfirmedLiveAndStraysEvicted(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
+	// The API server has a pod on b that the controller's cache has not
+	// seen yet.
+	scheme := runtime.NewScheme()
+	clientgoscheme.AddToScheme(scheme)
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(onlinePod("web-late", "b", "1")).
+		WithIndex(&corev1.Pod{}, podNodeIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	c.r = NewReconciler(c.client, c.events, Options{BatchSchedulerName: "weft-scheduler", Caller: c.hooks, APIReader: live,
+		Now: func() time.Time { return c.now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOnlineToOffline {
+		t.Fatalf("b completed its drain with a pod the cache missed: %v", s)
+	}
+	if len(c.hooks.calls) != 0 {
+		t.Errorf("hooks called before the drain: %+v", c.hooks.calls)
+	}
+	// Once the API server has it gone too, the move completes.
+	live.Delete(context.Background(), onlinePod("web-late", "b", "1"))
+	c.reconcile()
+	if s := c.states(); s["b"] != v1alpha1.StateOffline {
+		t.Fatalf("b after the late pod went: %v", s)
+	}
+	// A stray online pod on the lent node is evicted.
+	c.client.Create(context.Background(), onlinePod("stray", "b", "1"))
+	c.reconcile()
+	if pods := c.pods("b"); len(pods) != 0 {
+		t.Errorf("pods left on lent b: %v", pods)
+	}
+	if eventWith(c.events, "TideStrayOnlinePods") == "" {
+		t.Error("no Event for the stray pod")
 	}
 }
