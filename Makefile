@@ -51,6 +51,7 @@ bench:
 	$(GO) run ./test/bench/mrjobs
 	$(GO) run ./test/bench/binding
 	$(GO) run ./test/bench/colocation
+	$(GO) run ./test/bench/tide
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

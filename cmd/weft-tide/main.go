@@ -39,8 +39,10 @@ func main() {
 	parallelism := flag.Int("parallelism", 16, "nodes (and pods) written to at once")
 	qps := flag.Float64("kube-api-qps", 50, "API requests per second (a hundred nodes moved is some four hundred requests)")
 	burst := flag.Int("kube-api-burst", 100, "API request burst")
+	var level slog.Level
+	flag.TextVar(&level, "log-level", slog.LevelInfo, "DEBUG, INFO, WARN or ERROR")
 	flag.Parse()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctrllog.SetLogger(logr.FromSlogHandler(logger.Handler()))
 
 	var cfg *rest.Config

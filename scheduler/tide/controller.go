@@ -162,6 +162,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	plan := Decide(pool.Spec, views, r.pendingOnline(pods[""]), now)
 	status.LevelPercent = plan.LevelPercent
+	if moves := len(plan.Lend) + len(plan.Abort) + len(plan.Reclaim); moves > 0 {
+		notReady := 0
+		for _, v := range views {
+			if !v.Ready {
+				notReady++
+			}
+		}
+		r.opts.Logger.Info("tide: plan", "pool", pool.Name, "level", plan.LevelPercent, "lend", len(plan.Lend), "abort", len(plan.Abort),
+			"reclaim", len(plan.Reclaim), "reason", plan.Reason, "nodesNotReady", notReady)
+	}
 	byName := map[string]*corev1.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -223,6 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := errors.Join(errs...); err != nil {
 		r.opts.Logger.Error("tide: reconcile", "pool", pool.Name, "err", err)
 	}
+	r.opts.Logger.Debug("tide: reconciled", "pool", pool.Name, "took", r.opts.Now().Sub(now), "moving", moving)
 	// Errors are retried on the next look, not with the workqueue's
 	// backoff: a failing hook or a PDB that refuses an eviction is
 	// expected and must not slow the pool's other nodes.
@@ -479,10 +490,14 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		return nil
 	}
 	leaving := r.ofKind(pods, leaves)
-	if len(leaving) == 0 {
-		// Before the move completes, the API server's word, not the
+	if len(leaving) == 0 && leaves == online {
+		// Before a drain completes, the API server's word, not the
 		// cache's: a pod bound an instant before the taint landed may not
-		// have reached the cache yet.
+		// have reached the cache yet (as kubectl drain lists after it
+		// cordons). One bound later still is a stray, evicted from the
+		// lent node. (Taking a node back needs no such read: a batch pod
+		// missed there keeps running on an Online node, as batch work
+		// may.)
 		live, err := r.livePods(ctx, n.Name)
 		if err != nil {
 			return err

@@ -40,7 +40,7 @@ const (
 	// AnnotationHookRetry is when the hooks of the node's move, having
 	// failed, are called again, and how many times in a row they failed:
 	// "2026-11-24T03:00:00Z,3".
-	AnnotationHookRetry = "weft.io/tide-hook-retry"
+	AnnotationHookRetry   = "weft.io/tide-hook-retry"
 	AnnotationNoticedPods = "weft.io/tide-noticed-pods"
 	AnnotationKilledPods  = "weft.io/tide-killed-pods"
 	// AnnotationDeletionCost marks a pod whose pod-deletion-cost the

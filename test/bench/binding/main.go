@@ -17,15 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/weft-sh/weft/scheduler/podbinder"
-	"github.com/weft-sh/weft/test/e2e"
+	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/kube"
 )
 
@@ -61,87 +57,18 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with this (kube-scheduler, weft, api-ceiling)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.Parse()
-	if err := run(o); err != nil {
+	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
+		return measure(ctx, o, fleet)
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "binding:", err)
 		os.Exit(1)
 	}
 }
 
-// A control plane of its own, away from the e2e suites' cluster, without
-// a kubelet and without kube-scheduler (each round starts the scheduler it
-// measures).
-func benchEnv() {
-	os.Setenv("WEFT_KUBE_STATE", filepath.Join(kube.Cache(), "bench-kube"))
-	os.Setenv("WEFT_ETCD_PORT", "24790")
-	os.Setenv("WEFT_APISERVER_PORT", "27443")
-	os.Setenv("WEFT_KUBE_NODE", "0")
-	os.Setenv("WEFT_KUBE_SCHEDULER", "0")
-}
-
-func run(o options) (err error) {
-	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(sigCtx, 60*time.Minute)
-	defer cancel()
-	work, err := os.MkdirTemp("", "weft-bench-binding-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	logs := o.logs
-	if logs == "" {
-		logs = filepath.Join(work, "logs")
-	}
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return err
-	}
-	bin := filepath.Join(work, "bin")
-	if err := e2e.BuildBinaries(ctx, bin); err != nil {
-		return err
-	}
-	kwokBin, err := kube.Kwok(ctx)
-	if err != nil {
-		return err
-	}
-
-	benchEnv()
-	if !o.keep {
-		// An earlier run's nodes and pods would be measured with this one.
-		if err := kube.Purge(ctx); err != nil {
-			return err
-		}
-	}
-	cluster, err := kube.Up(ctx)
-	if err != nil {
-		return err
-	}
-	if !o.keep {
-		defer func() {
-			if derr := kube.Down(context.Background()); derr != nil && err == nil {
-				err = derr
-			}
-		}()
-	}
-	// The benchmark's own client must not be what limits the run.
-	cfg := *cluster.Config
-	cfg.QPS, cfg.Burst = 5000, 10000
-	client, err := kubernetes.NewForConfig(&cfg)
-	if err != nil {
-		return err
-	}
-
-	kwok, err := startProcess(filepath.Join(logs, "kwok.log"), kwokBin, kube.KwokArgs(cluster.Kubeconfig)...)
-	if err != nil {
-		return err
-	}
-	defer kwok.stop()
-	fmt.Printf("creating %d kwok nodes…\n", o.nodes)
-	if err := createNodes(ctx, client, o.nodes); err != nil {
-		return err
-	}
-	if err := waitNodesSchedulable(ctx, client, o.nodes); err != nil {
-		return err
-	}
+func measure(ctx context.Context, o options, fleet *kwokfleet.Fleet) error {
+	bin, logs, work := fleet.Bin, fleet.Logs, fleet.Work
+	cluster, client := fleet.Cluster, fleet.Client
 
 	kubeScheduler, err := kube.Binary("kube-scheduler")
 	if err != nil {
@@ -176,15 +103,10 @@ leaderElection:
 	// the same client limits and no scheduling at all — what this API
 	// server and etcd allow any scheduler.
 	direct := func(ctx context.Context, ns string) error {
-		c := *cluster.Config
-		c.QPS, c.Burst = float32(o.qps), o.burst
-		cl, err := kubernetes.NewForConfig(&c)
-		if err != nil {
-			return err
-		}
-		return parallel(ctx, o.pods, o.parallelism, func(i int) error {
+		cl := fleet.ClientWith(o.qps, o.burst)
+		return kwokfleet.Parallel(ctx, o.pods, o.parallelism, func(i int) error {
 			err := cl.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
-				Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("kwok-node-%04d", i%o.nodes)}}, metav1.CreateOptions{})
+				Target: corev1.ObjectReference{Kind: "Node", Name: kwokfleet.NodeName(i % o.nodes)}}, metav1.CreateOptions{})
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -319,12 +241,12 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 		go func() { errc <- s.direct(watchCtx, ns) }()
 		defer func() { stopWatch(); <-errc }()
 	} else {
-		proc, err := startProcess(logFile, s.bin, s.args...)
+		proc, err := kube.StartProcess(logFile, s.bin, s.args...)
 		if err != nil {
 			return result{}, err
 		}
-		defer proc.stop()
-		exited = proc.exited
+		defer proc.Stop()
+		exited = proc.Exited()
 	}
 	select {
 	case <-ctx.Done():
@@ -340,135 +262,17 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 	return result{pods: n, total: last.Sub(start), binding: last.Sub(first)}, nil
 }
 
-func createNodes(ctx context.Context, client kubernetes.Interface, n int) error {
-	return parallel(ctx, n, 64, func(i int) error {
-		name := fmt.Sprintf("kwok-node-%04d", i)
-		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("110")}
-		_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kube.KwokNodeAnnotation: "fake"},
-				Labels: map[string]string{"type": "kwok", corev1.LabelHostname: name}},
-			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-		}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		return nil
-	})
-}
-
-// waitNodesSchedulable waits until every kwok node is Ready and the node
-// lifecycle controller has lifted its not-ready taint.
-func waitNodesSchedulable(ctx context.Context, client kubernetes.Interface, n int) error {
-	start := time.Now()
-	for {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
-		if err != nil {
-			return err
-		}
-		ok := 0
-		for _, node := range nodes.Items {
-			ready := false
-			for _, c := range node.Status.Conditions {
-				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
-			}
-			if ready && len(node.Spec.Taints) == 0 {
-				ok++
-			}
-		}
-		if ok >= n {
-			fmt.Printf("%d nodes schedulable after %s\n", ok, time.Since(start).Round(time.Second))
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d nodes schedulable: %w", ok, n, ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
-	return parallel(ctx, n, 64, func(i int) error {
+	return kwokfleet.Parallel(ctx, n, 64, func(i int) error {
 		_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
 			Spec: corev1.PodSpec{
 				SchedulerName: schedulerName,
-				NodeSelector:  map[string]string{"type": "kwok"},
+				NodeSelector:  map[string]string{kwokfleet.NodeLabel: "kwok"},
 				Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
 			},
 		}, metav1.CreateOptions{})
 		return err
 	})
-}
-
-// parallel runs fn for 0..n-1, width at a time, and returns the first
-// error.
-func parallel(ctx context.Context, n, width int, fn func(int) error) error {
-	var (
-		next     atomic.Int64
-		firstErr error
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-	)
-	for range width {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
-}
-
-// process is a child this benchmark started and stops by its PID.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *os.File
-}
-
-func startProcess(logFile, bin string, args ...string) (*process, error) {
-	f, err := os.Create(logFile)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{}), log: f}
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	p.log.Close()
 }

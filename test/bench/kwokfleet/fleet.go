@@ -1,0 +1,234 @@
+// Package kwokfleet is the benchmarks' cluster: a private control plane
+// (etcd, kube-apiserver, kube-controller-manager; no kubelet, no
+// kube-scheduler), away from the e2e suites' cluster, with a fleet of
+// kwok's fake nodes — and the processes a benchmark starts on it.
+package kwokfleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/weft-sh/weft/test/e2e"
+	"github.com/weft-sh/weft/test/kube"
+)
+
+// NodeLabel is the label every fleet node carries ("type=kwok").
+const NodeLabel = "type"
+
+// Options configures a fleet.
+type Options struct {
+	// Nodes is how many kwok nodes (32 CPU, 256 GiB, 110 pods each).
+	Nodes int
+	// Keep leaves the control plane (and an earlier run's objects) up.
+	Keep bool
+	// Logs is where kwok's log goes, and the benchmark's processes' (a
+	// directory removed with the fleet if unset).
+	Logs string
+}
+
+// Fleet is a running control plane with its kwok nodes.
+type Fleet struct {
+	Cluster *kube.Cluster
+	// Bin holds Weft's commands, built for this run; Logs, the logs;
+	// Work is scratch space, removed with the fleet.
+	Bin, Logs, Work string
+	// Client is the benchmark's own client, with limits high enough that
+	// it is never what a run measures.
+	Client kubernetes.Interface
+	kwok   *kube.Process
+	keep   bool
+}
+
+// NodeName is the name of the fleet's i-th node.
+func NodeName(i int) string { return fmt.Sprintf("kwok-node-%04d", i) }
+
+// Start builds Weft's commands, brings the control plane up (purging an
+// earlier run's unless Keep), starts kwok and creates the nodes, and
+// returns once every node is Ready and schedulable.
+func Start(ctx context.Context, o Options) (f *Fleet, err error) {
+	f = &Fleet{keep: o.Keep, Logs: o.Logs}
+	defer func() {
+		if err != nil {
+			f.Stop()
+			f = nil
+		}
+	}()
+	if f.Work, err = os.MkdirTemp("", "weft-bench-"); err != nil {
+		return f, err
+	}
+	if f.Logs == "" {
+		f.Logs = filepath.Join(f.Work, "logs")
+	}
+	if err := os.MkdirAll(f.Logs, 0o755); err != nil {
+		return f, err
+	}
+	f.Bin = filepath.Join(f.Work, "bin")
+	if err := e2e.BuildBinaries(ctx, f.Bin); err != nil {
+		return f, err
+	}
+	kwokBin, err := kube.Kwok(ctx)
+	if err != nil {
+		return f, err
+	}
+	os.Setenv("WEFT_KUBE_STATE", filepath.Join(kube.Cache(), "bench-kube"))
+	os.Setenv("WEFT_ETCD_PORT", "24790")
+	os.Setenv("WEFT_APISERVER_PORT", "27443")
+	os.Setenv("WEFT_KUBE_NODE", "0")
+	os.Setenv("WEFT_KUBE_SCHEDULER", "0")
+	if !o.Keep {
+		// An earlier run's nodes and pods would be measured with this one.
+		if err := kube.Purge(ctx); err != nil {
+			return f, err
+		}
+	}
+	if f.Cluster, err = kube.Up(ctx); err != nil {
+		return f, err
+	}
+	cluster := f.Cluster
+	cfg := *cluster.Config
+	cfg.QPS, cfg.Burst = 5000, 10000
+	if f.Client, err = kubernetes.NewForConfig(&cfg); err != nil {
+		return f, err
+	}
+	if f.kwok, err = kube.StartProcess(filepath.Join(f.Logs, "kwok.log"), kwokBin, kube.KwokArgs(cluster.Kubeconfig)...); err != nil {
+		return f, err
+	}
+	fmt.Printf("creating %d kwok nodes…\n", o.Nodes)
+	if err := f.createNodes(ctx, o.Nodes); err != nil {
+		return f, err
+	}
+	return f, f.waitNodesSchedulable(ctx, o.Nodes)
+}
+
+// Stop stops kwok and, unless Keep, the control plane.
+func (f *Fleet) Stop() error {
+	if f.kwok != nil {
+		f.kwok.Stop()
+	}
+	defer os.RemoveAll(f.Work)
+	if f.keep || f.Cluster == nil {
+		return nil
+	}
+	return kube.Down(context.Background())
+}
+
+// ClientWith is a client of the fleet's API server with the given
+// limits.
+func (f *Fleet) ClientWith(qps float64, burst int) *kubernetes.Clientset {
+	c := *f.Cluster.Config
+	c.QPS, c.Burst = float32(qps), burst
+	return kubernetes.NewForConfigOrDie(&c)
+}
+
+func (f *Fleet) createNodes(ctx context.Context, n int) error {
+	return Parallel(ctx, n, 64, func(i int) error {
+		name := NodeName(i)
+		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods: resource.MustParse("110")}
+		_, err := f.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kube.KwokNodeAnnotation: "fake"},
+				Labels: map[string]string{NodeLabel: "kwok", corev1.LabelHostname: name}},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+}
+
+// waitNodesSchedulable waits until every kwok node is Ready and the node
+// lifecycle controller has lifted its not-ready taint.
+func (f *Fleet) waitNodesSchedulable(ctx context.Context, n int) error {
+	start := time.Now()
+	for {
+		nodes, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: NodeLabel + "=kwok"})
+		if err != nil {
+			return err
+		}
+		ok := 0
+		for _, node := range nodes.Items {
+			ready := false
+			for _, c := range node.Status.Conditions {
+				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+			}
+			if ready && len(node.Spec.Taints) == 0 {
+				ok++
+			}
+		}
+		if ok >= n {
+			fmt.Printf("%d nodes schedulable after %s\n", ok, time.Since(start).Round(time.Second))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d nodes schedulable: %w", ok, n, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// Parallel runs fn for 0..n-1, width at a time, and returns the first
+// error.
+func Parallel(ctx context.Context, n, width int, fn func(int) error) error {
+	var (
+		next     atomic.Int64
+		firstErr error
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+	)
+	for range width {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// Run runs a benchmark over a fleet started for it and stopped after:
+// bounded by timeout, ended early by SIGINT or SIGTERM.
+func Run(timeout time.Duration, o Options, bench func(ctx context.Context, f *Fleet) error) (err error) {
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, timeout)
+	defer cancel()
+	fleet, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := fleet.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	return bench(ctx, fleet)
+}
