@@ -38,8 +38,10 @@ unit-test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
+# The end-to-end suites narrate: each spec as it runs and ends, with its
+# time, then ginkgo's summary with counts and the failures' key lines.
 e2e-test: build
-	$(GO) test -count=1 -timeout 60m ./test/...
+	$(GO) test -count=1 -timeout 60m -v ./test/e2e/ -ginkgo.v
 
 # Short fuzzing pass over the wire parsers (seed corpora are committed).
 fuzz:

@@ -196,12 +196,17 @@ func queueStats(apps []*records.Application) *yarnpb.QueueStatisticsProto {
 
 // queueInfo renders a queue as YARN's QueueInfo. Capacities are fractions
 // of the parent, as the CapacityScheduler reports them over RPC.
+// Preemption is enabled, as on a CapacityScheduler whose preemption
+// monitor runs (`yarn queue -status` prints "Preemption : enabled"):
+// Weft reclaims a queue's guarantee from the queues that borrowed it; it
+// does not preempt within a queue (intra-queue preemption disabled), and
+// the REST scheduler view says the same.
 func (s *Service) queueInfo(snap *state.Snapshot, q *records.Queue, withApps, withChildren, recursive bool) *yarnpb.QueueInfoProto {
 	apps := snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}})
 	info := &yarnpb.QueueInfoProto{
 		QueueName: proto.String(q.Name), QueuePath: proto.String(q.Path), Capacity: proto.Float32(q.Capacity / 100),
 		MaximumCapacity: proto.Float32(q.MaxCapacity / 100), CurrentCapacity: proto.Float32(0), State: queueStateProto(q.State),
-		AccessibleNodeLabels: []string{"*"}, PreemptionDisabled: proto.Bool(true), IntraQueuePreemptionDisabled: proto.Bool(true),
+		AccessibleNodeLabels: []string{"*"}, PreemptionDisabled: proto.Bool(false), IntraQueuePreemptionDisabled: proto.Bool(true),
 		QueueStatistics: queueStats(apps), SchedulerType: proto.String("CapacityScheduler"), Weight: proto.Float32(-1),
 		MaxParallelApps: proto.Int32(2147483647),
 	}

@@ -188,6 +188,11 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 		if child.GetQueueName() == "default" && (len(child.GetApplications()) != 1 || child.GetCapacity() != 1) {
 			t.Fatalf("default queue %v", child)
 		}
+		// Weft preempts between queues, not within one.
+		if child.GetPreemptionDisabled() || !child.GetIntraQueuePreemptionDisabled() {
+			t.Errorf("queue %s: preemption disabled %v, intra-queue disabled %v", child.GetQueueName(),
+				child.GetPreemptionDisabled(), child.GetIntraQueuePreemptionDisabled())
+		}
 	}
 	acls, err := call(t, bob, "getQueueUserAcls", &yarnpb.GetQueueUserAclsInfoRequestProto{}, &yarnpb.GetQueueUserAclsInfoResponseProto{})
 	if err != nil || len(acls.GetQueueUserAcls()) != 3 {
