@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,6 +66,31 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 		DeferCleanup(kwok.Stop)
 		ctrl = tideClient(ctx, cluster)
 	}, NodeTimeout(10*time.Minute))
+
+	It("refuses invalid pools at the API server, saying why", func(ctx SpecContext) {
+		valid := func() *v1alpha1.TidePool {
+			return &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: "invalid"}, Spec: v1alpha1.TidePoolSpec{
+				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: "none"}}}}
+		}
+		for _, c := range []struct {
+			name   string
+			breaks func(*v1alpha1.TidePool)
+			says   string
+		}{
+			{"watermark over 100", func(p *v1alpha1.TidePool) { p.Spec.WatermarkPercent = 150 }, "spec.watermarkPercent"},
+			{"window ending before it starts", func(p *v1alpha1.TidePool) {
+				p.Spec.Windows = []v1alpha1.TimedWindow{{From: metav1.NewTime(time.Now()), To: metav1.NewTime(time.Now().Add(-time.Hour))}}
+			}, "to must be after from"},
+			{"hook that is not HTTP", func(p *v1alpha1.TidePool) { p.Spec.Hooks = []v1alpha1.Hook{{Name: "x", URL: "ftp://example"}} }, "spec.hooks[0].url"},
+			{"unknown policy", func(p *v1alpha1.TidePool) { p.Spec.Policy = "Random" }, "spec.policy"},
+		} {
+			p := valid()
+			c.breaks(p)
+			err := ctrl.Create(ctx, p)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", c.name, err)
+			Expect(err.Error()).To(ContainSubstring(c.says), c.name)
+		}
+	}, SpecTimeout(time.Minute))
 
 	It("lends nodes as an online Deployment scales in and takes them back, after notice, as it scales out", func(ctx SpecContext) {
 		core := cluster.Client.CoreV1()
