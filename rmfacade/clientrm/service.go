@@ -227,7 +227,11 @@ func (s *Service) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNod
 func (s *Service) getQueueInfo(ctx context.Context, req *yarnpb.GetQueueInfoRequestProto) (*yarnpb.GetQueueInfoResponseProto, error) {
 	q, ok := s.mgr.Queues().Queue(req.GetQueueName())
 	if !ok {
-		return nil, ipc.Errorf(ipc.ClassIOException, "Unknown queue: %s", req.GetQueueName())
+		// As ClientRMService: an unknown queue is an answer without a
+		// QueueInfo, not an error — the client's retry policy would retry
+		// an IOException forever; on none, `yarn queue -status` prints
+		// "Cannot get queue from RM by queueName = …, please check."
+		return &yarnpb.GetQueueInfoResponseProto{}, nil
 	}
 	return &yarnpb.GetQueueInfoResponseProto{QueueInfo: s.queueInfo(s.mgr.Snapshot(), q,
 		req.GetIncludeApplications(), req.GetIncludeChildQueues(), req.GetRecursive())}, nil

@@ -166,7 +166,6 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 		{"getContainerReport", &yarnpb.GetContainerReportRequestProto{ContainerId: &yarnpb.ContainerIdProto{AppId: id1, AppAttemptId: &yarnpb.ApplicationAttemptIdProto{ApplicationId: id1, AttemptId: proto.Int32(1)}, Id: proto.Int64(1)}},
 			&yarnpb.GetContainerReportResponseProto{}, yarnerr.ClassContainerNotFound},
 		{"forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: missing}, &yarnpb.KillApplicationResponseProto{}, yarnerr.ClassApplicationNotFound},
-		{"getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("nope")}, &yarnpb.GetQueueInfoResponseProto{}, ipc.ClassIOException},
 	}
 	for _, nf := range notFound {
 		if _, err := call(t, bob, nf.method, nf.req, nf.resp); remoteClass(err) != nf.class {
@@ -178,6 +177,12 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 	if err != nil || len(atts.GetApplicationAttempts()) != 1 ||
 		atts.GetApplicationAttempts()[0].GetYarnApplicationAttemptState() != yarnpb.YarnApplicationAttemptStateProto_APP_ATTEMPT_SCHEDULED {
 		t.Fatalf("attempts %v %v", atts, err)
+	}
+	// An unknown queue: an answer with no QueueInfo, as ClientRMService
+	// gives.
+	if none, err := call(t, bob, "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("nope")},
+		&yarnpb.GetQueueInfoResponseProto{}); err != nil || none.QueueInfo != nil {
+		t.Errorf("unknown queue: %v, %v", none, err)
 	}
 	qi, err := call(t, bob, "getQueueInfo", &yarnpb.GetQueueInfoRequestProto{QueueName: proto.String("root"), IncludeChildQueues: proto.Bool(true),
 		Recursive: proto.Bool(true), IncludeApplications: proto.Bool(true)}, &yarnpb.GetQueueInfoResponseProto{})

@@ -99,6 +99,11 @@ var _ = Describe("Hadoop clients against weft-rm", func() {
 				Expect(queue).To(ContainSubstring("Queue Name : default"))
 				Expect(queue).To(ContainSubstring("State : RUNNING"))
 				Expect(queue).To(ContainSubstring("Capacity : 100.00%"))
+				Expect(queue).To(ContainSubstring("Preemption : enabled"))
+				// An unknown queue ends the CLI at once with YARN's message
+				// (an IOException would be retried by the client forever).
+				unknown, _, _ := dist.Yarn(ctx, conf, "alice", "queue", "-status", "nosuch")
+				Expect(unknown).To(ContainSubstring("Cannot get queue from RM by queueName = nosuch, please check."))
 			})
 
 			It("refuses a submission to an unknown queue with YARN's message", func(ctx SpecContext) {
