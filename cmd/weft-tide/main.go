@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/weft-sh/weft/scheduler/tide"
-	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 )
 
 func main() {
@@ -56,11 +53,8 @@ func main() {
 		fail(2, "kubernetes: %v", err)
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fail(1, "%v", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := tide.NewScheme()
+	if err != nil {
 		fail(1, "%v", err)
 	}
 	mgr, err := manager.New(cfg, manager.Options{

@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,16 +92,17 @@ func NewReconciler(c client.Client, events record.EventRecorder, opts Options) *
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// podNodeIndex indexes pods by the node they are bound to.
+// podNodeIndex indexes pods by the node they are bound to (podNode),
+// the field the API server selects pods by.
 const podNodeIndex = "spec.nodeName"
+
+func podNode(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }
 
 // SetupWithManager runs the reconciler under mgr: a pool is reconciled
 // when it changes, when one of its nodes does, and when pods come, go or
 // wait (the level moves).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeIndex, podNode); err != nil {
 		return err
 	}
 	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -193,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// reconcile (a node with nothing to drain goes straight on); nodes
 	// move side by side.
 	errs := []error{r.each(len(starts), func(i int) error {
-		return r.move(ctx, &pool, status, starts[i].node, starts[i].to, plan.Reason, batchCount(r, pods[starts[i].node.Name]), now)
+		return r.move(ctx, &pool, status, starts[i].node, starts[i].to, plan.Reason, len(r.ofKind(pods[starts[i].node.Name], batch)), now)
 	})}
 	errs = append(errs, r.each(len(nodes), func(i int) error {
 		return r.drive(ctx, &pool, status, nodes[i], pods[nodes[i].Name], now)
@@ -298,13 +301,31 @@ func (r *Reconciler) podsByNode(ctx context.Context) (map[string][]*corev1.Pod, 
 	}
 	out := map[string][]*corev1.Pod{}
 	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+		if p := &list.Items[i]; !ended(p) {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
 		}
-		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
 	}
 	return out, nil
+}
+
+// ended reports whether a pod has run its course: it holds nothing on
+// its node any more.
+func ended(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// NewScheme holds the kinds the tidal controller reads and writes:
+// Kubernetes' own and TidePools (for weft-tide and its tests and
+// benchmark alike).
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, nil
 }
 
 // kind of a pod, as the tide sees it.
@@ -416,17 +437,6 @@ func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *
 	}
 	r.record(pool, status, n, from, s, reason, now)
 	return nil
-}
-
-// batchCount is how many of pods are batch work.
-func batchCount(r *Reconciler, pods []*corev1.Pod) int {
-	n := 0
-	for _, p := range pods {
-		if r.kindOf(p) == batch {
-			n++
-		}
-	}
-	return n
 }
 
 // each runs fn for 0..n-1, Parallelism at a time, and joins the errors.
@@ -562,11 +572,6 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 	return r.move(ctx, pool, status, n, target, "Completed", 0, now)
 }
 
-// writeStatus replaces the pool's status with the one this reconcile
-// built, whole: a merge patch of only what changed would leave a status
-// the schema refuses (the counts a new pool does not have yet), and one
-// that drops a field omitted when zero. A conflict is fixed by the next
-// reconcile.
 // evict evicts pods from node n through the Eviction API, so that
 // PodDisruptionBudgets hold; pods already on their way are left to go.
 func (r *Reconciler) evict(ctx context.Context, n *corev1.Node, pods []*corev1.Pod) error {
@@ -620,13 +625,18 @@ func (r *Reconciler) livePods(ctx context.Context, node string) ([]*corev1.Pod, 
 	}
 	var out []*corev1.Pod
 	for i := range list.Items {
-		if p := &list.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if p := &list.Items[i]; !ended(p) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
+// writeStatus replaces the pool's status with the one this reconcile
+// built, whole: a merge patch of only what changed would leave a status
+// the schema refuses (the counts a new pool does not have yet), and one
+// that drops a field omitted when zero. A conflict is fixed by the next
+// reconcile.
 func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.TidePool, status *v1alpha1.TidePoolStatus) error {
 	if equality.Semantic.DeepEqual(&pool.Status, status) {
 		return nil

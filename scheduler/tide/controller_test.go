@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -57,13 +55,14 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, pool *v1alpha1.TidePool, objs ...client.Object) *cluster {
-	scheme := runtime.NewScheme()
-	clientgoscheme.AddToScheme(scheme)
-	v1alpha1.AddToScheme(scheme)
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &cluster{t: t, events: record.NewFakeRecorder(1000), hooks: &hooks{fail: map[string]bool{}}, now: now}
 	c.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{pool}, objs...)...).
 		WithStatusSubresource(&v1alpha1.TidePool{}).
-		WithIndex(&corev1.Pod{}, podNodeIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+		WithIndex(&corev1.Pod{}, podNodeIndex, podNode).Build()
 	c.r = c.restart()
 	return c
 }
@@ -550,10 +549,9 @@ func TestTideDrainConfirmedLiveAndStraysEvicted(t *testing.T) {
 	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "1"))
 	// The API server has a pod on b that the controller's cache has not
 	// seen yet.
-	scheme := runtime.NewScheme()
-	clientgoscheme.AddToScheme(scheme)
+	scheme, _ := NewScheme()
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(onlinePod("web-late", "b", "1")).
-		WithIndex(&corev1.Pod{}, podNodeIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+		WithIndex(&corev1.Pod{}, podNodeIndex, podNode).Build()
 	c.r = NewReconciler(c.client, c.events, Options{BatchSchedulerName: "weft-scheduler", Caller: c.hooks, APIReader: live,
 		Now: func() time.Time { return c.now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	c.reconcile()

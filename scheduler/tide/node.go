@@ -34,13 +34,13 @@ const (
 	// AnnotationHooksDone lists the hooks that answered for the state the
 	// node is completing its move to: "Offline:drain-dns,cmdb".
 	AnnotationHooksDone = "weft.io/tide-hooks-done"
-	// AnnotationNoticedPods is how many batch pods were on the node when
-	// its move back to online work gave them notice; AnnotationKilledPods,
-	// how many were still there at the deadline. Together: the kill rate.
 	// AnnotationHookRetry is when the hooks of the node's move, having
 	// failed, are called again, and how many times in a row they failed:
 	// "2026-11-24T03:00:00Z,3".
-	AnnotationHookRetry   = "weft.io/tide-hook-retry"
+	AnnotationHookRetry = "weft.io/tide-hook-retry"
+	// AnnotationNoticedPods is how many batch pods were on the node when
+	// its move back to online work gave them notice; AnnotationKilledPods,
+	// how many were still there at the deadline. Together: the kill rate.
 	AnnotationNoticedPods = "weft.io/tide-noticed-pods"
 	AnnotationKilledPods  = "weft.io/tide-killed-pods"
 	// AnnotationDeletionCost marks a pod whose pod-deletion-cost the

@@ -20,11 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -399,9 +397,8 @@ func tideClient(ctx SpecContext, cluster *kube.Cluster) client.Client {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = cluster.Apply(ctx, filepath.Join(root, "deploy", "crds", "weft.io_tidepools.yaml"))
 	Expect(err).NotTo(HaveOccurred())
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	scheme, err := tide.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	// The CRD is served a moment after it is applied.

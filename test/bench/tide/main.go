@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -29,11 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -81,11 +78,13 @@ const (
 
 func measure(ctx context.Context, o options, fleet *kwokfleet.Fleet) error {
 	bin, logs := fleet.Bin, fleet.Logs
+	// The nodes' informer ends with the measurement, before the fleet.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	b := &bench{o: o, fleet: fleet, client: fleet.Client}
 	if err := b.setup(ctx); err != nil {
 		return err
 	}
-	defer b.stopInformer()
 
 	var weftLend, weftBack, floorLend, floorBack []time.Duration
 	var cpu time.Duration
@@ -142,11 +141,7 @@ type bench struct {
 	client kubernetes.Interface
 	ctrl   client.Client
 	nodes  cache.Store
-	stopCh chan struct{}
-	once   sync.Once
 }
-
-func (b *bench) stopInformer() { b.once.Do(func() { close(b.stopCh) }) }
 
 // setup installs the TidePool CRD, a pool over every kwok node that
 // lends nothing yet, and one online pod per node, and starts watching
@@ -155,14 +150,10 @@ func (b *bench) setup(ctx context.Context) error {
 	if _, err := b.fleet.Cluster.Apply(ctx, "deploy/crds/weft.io_tidepools.yaml"); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := tide.NewScheme()
+	if err != nil {
 		return err
 	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	var err error
 	if b.ctrl, err = client.New(b.fleet.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
@@ -187,8 +178,8 @@ func (b *bench) setup(ctx context.Context) error {
 	}
 	factory := informers.NewSharedInformerFactory(b.client, 0)
 	inf := factory.Core().V1().Nodes().Informer()
-	b.nodes, b.stopCh = inf.GetStore(), make(chan struct{})
-	go inf.Run(b.stopCh)
+	b.nodes = inf.GetStore()
+	go inf.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}
