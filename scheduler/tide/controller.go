@@ -384,17 +384,19 @@ func (r *Reconciler) view(n *corev1.Node, pods []*corev1.Pod) NodeView {
 	return v
 }
 
-// pendingOnline is what unschedulable online pods request: demand no node
-// took.
-func (r *Reconciler) pendingOnline(unbound []*corev1.Pod) int64 {
-	var sum int64
+// pendingOnline is what unbound online pods request, and the part of it
+// the scheduler found no room for.
+func (r *Reconciler) pendingOnline(unbound []*corev1.Pod) Pending {
+	var sum Pending
 	for _, p := range unbound {
-		if r.kindOf(p) != online || p.Status.Phase != corev1.PodPending {
+		if r.kindOf(p) != online || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 			continue
 		}
+		request := max(1, cpuRequest(p))
+		sum.MilliCPU += request
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				sum += max(1, cpuRequest(p))
+				sum.WaitingMilliCPU += request
 			}
 		}
 	}

@@ -70,8 +70,20 @@ const (
 	ReasonTimedWindow    = "TimedWindow"
 )
 
-// Decide plans a pool's moves at now. pendingMilliCPU is what online pods
-// that no node took yet request: they are demand the level must count.
+// Pending is the online demand no node holds yet.
+type Pending struct {
+	// MilliCPU is what every unbound online pod requests — a replica
+	// just created (one replacing a pod evicted from a node being lent)
+	// as much as one the scheduler found no room for: demand the level
+	// must count, or a node is lent that its pods still need.
+	MilliCPU int64
+	// WaitingMilliCPU is the part the scheduler found no room for
+	// (Unschedulable): online work waiting, which takes a node back.
+	WaitingMilliCPU int64
+}
+
+// Decide plans a pool's moves at now, counting the pending online
+// demand in the level.
 //
 // Lending takes, in the policy's order, every Online node whose removal
 // keeps the level at or under the watermark, the pool's minimum of online
@@ -81,7 +93,7 @@ const (
 // the band, online pods wait, or a timed window wants more nodes online:
 // first the nodes still on their way to batch, then Offline nodes with
 // the fewest batch pods, until the level is back at the watermark.
-func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64, now time.Time) Plan {
+func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pending Pending, now time.Time) Plan {
 	watermark := int64(cmp.Or(spec.WatermarkPercent, 90))
 	band := int64(spec.BandPercent)
 	var capacity, returning, demand int64
@@ -102,7 +114,7 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64,
 			lent++
 		}
 	}
-	demand += pendingMilliCPU
+	demand += pending.MilliCPU
 	p := Plan{LevelPercent: percent(demand, capacity)}
 	minOnline := int(spec.MinOnlineNodes)
 	for _, w := range spec.Windows {
@@ -116,7 +128,7 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64,
 	switch {
 	case online+toOnline < minOnline:
 		wantBack = ReasonTimedWindow
-	case pendingMilliCPU > 0:
+	case pending.WaitingMilliCPU > 0:
 		wantBack = ReasonOnlinePending
 	case int64(p.LevelPercent) > watermark+band:
 		wantBack = ReasonAboveBand
@@ -127,7 +139,7 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pendingMilliCPU int64,
 		// online pods want at least one node on its way back.
 		total := capacity + returning
 		satisfied := func() bool {
-			return fits(total) && online+toOnline >= minOnline && (pendingMilliCPU == 0 || toOnline > 0 || len(p.Abort) > 0)
+			return fits(total) && online+toOnline >= minOnline && (pending.WaitingMilliCPU == 0 || toOnline > 0 || len(p.Abort) > 0)
 		}
 		for _, n := range byName(nodes, v1alpha1.StateOnlineToOffline) {
 			if satisfied() {

@@ -42,7 +42,8 @@ func TestDecide(t *testing.T) {
 		name    string
 		spec    func(*v1alpha1.TidePoolSpec)
 		nodes   []NodeView
-		pending int64
+		pending int64 // waiting: the scheduler found no room
+		unbound int64 // created, not yet scheduled
 		level   int32
 		lend    []string
 		abort   []string
@@ -83,6 +84,10 @@ func TestDecide(t *testing.T) {
 			nodes: with(with(pool(10000, 10000, 0), "n02", state(v1alpha1.StateOnlineToOffline)), "n01", state(v1alpha1.StateOffline)),
 			// 20/10 online = 200%: n02 aborts, then n01 is taken back.
 			level: 200, abort: []string{"n02"}, reclaim: []string{"n01"}, reason: ReasonAboveBand},
+		{name: "online pods created but not yet scheduled count in the level, and take nothing back",
+			// 10 CPUs bound + 9 just created of 30: 63%; lending n02
+			// would make 19/20 = 95%.
+			nodes: pool(5000, 5000, 0), unbound: 9000, level: 63},
 		{name: "pending online pods take one node back even at a low level",
 			nodes: with(pool(1000, 0, 0), "n02", state(v1alpha1.StateOffline)), pending: 500, level: 7, reclaim: []string{"n02"}, reason: ReasonOnlinePending},
 		{name: "pending online pods with a node already on its way back take no more",
@@ -104,7 +109,7 @@ func TestDecide(t *testing.T) {
 			if tc.spec != nil {
 				tc.spec(&s)
 			}
-			p := Decide(s, tc.nodes, tc.pending, now)
+			p := Decide(s, tc.nodes, Pending{MilliCPU: tc.pending + tc.unbound, WaitingMilliCPU: tc.pending}, now)
 			if p.LevelPercent != tc.level || !slices.Equal(p.Lend, tc.lend) || !slices.Equal(p.Abort, tc.abort) ||
 				!slices.Equal(p.Reclaim, tc.reclaim) || p.Reason != tc.reason {
 				t.Errorf("got %s\nwant level %d%%: lend %v, abort %v, reclaim %v (%s)", p, tc.level, tc.lend, tc.abort, tc.reclaim, tc.reason)
@@ -123,18 +128,18 @@ func TestDecideNext(t *testing.T) {
 		busy[i] = 9500 - int64(i%7)*100
 	}
 	busy[13], busy[4] = 8000, 8500
-	if p := Decide(spec, pool(busy...), 0, now); len(p.Lend) != 0 || !slices.Equal(p.Next, []string{"n13", "n04"}) {
+	if p := Decide(spec, pool(busy...), Pending{}, now); len(p.Lend) != 0 || !slices.Equal(p.Next, []string{"n13", "n04"}) {
 		t.Errorf("busy pool: %s, next %v", p, p.Next)
 	}
 	// Lending now: next comes after those lent.
 	light := pool(1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 9000, 9000, 9000)
-	p := Decide(spec, light, 0, now)
+	p := Decide(spec, light, Pending{}, now)
 	if len(p.Lend) == 0 || slices.Contains(p.Next, p.Lend[0]) || len(p.Next) != 1 {
 		t.Errorf("light pool: %s, next %v", p, p.Next)
 	}
 	// No room under the cap: nothing next.
 	spec.MaxLentNodes = int32p(0)
-	if p := Decide(spec, light, 0, now); len(p.Next) != 0 || len(p.Lend) != 0 {
+	if p := Decide(spec, light, Pending{}, now); len(p.Next) != 0 || len(p.Lend) != 0 {
 		t.Errorf("capped pool: %s, next %v", p, p.Next)
 	}
 }
