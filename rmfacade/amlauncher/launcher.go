@@ -46,7 +46,15 @@ type Options struct {
 	ClusterID string
 	// NMPort and NMHTTPPort are the node plugin's ports on every node.
 	NMPort, NMHTTPPort int32
-	Logger             *slog.Logger
+	// ContainerAllocationExpiry is how long a container handed to its AM
+	// may go without a pod before it is ended as unused
+	// (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms,
+	// default 10 minutes), so capacity an AM never used — it died, or a
+	// grant was lost with an RM that restarted — returns to the cluster.
+	ContainerAllocationExpiry time.Duration
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Launcher launches AM pods.
@@ -64,6 +72,12 @@ func New(mgr *rm.Manager, client kubernetes.Interface, tokens AMTokens, opts Opt
 	}
 	if opts.ClusterID == "" {
 		opts.ClusterID = "weft"
+	}
+	if opts.ContainerAllocationExpiry <= 0 {
+		opts.ContainerAllocationExpiry = 10 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Launcher{mgr: mgr, pods: client, tokens: tokens, opts: opts}
 }
@@ -186,6 +200,13 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			continue
 		}
 		attempt := cid.Attempt
+		if attempt.ID != app.CurrentAttempt {
+			// The AM of an attempt that failed (it timed out, or its
+			// container was lost and a retry began): stopped, as YARN
+			// stops a failed attempt's AM container.
+			keep(l.delete(ctx, pod))
+			continue
+		}
 		if pod.Spec.NodeName != "" {
 			node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
 			if c := snap.Container(cid); c == nil || c.Node != node {
@@ -222,11 +243,20 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 		}
 	}
 	// A running container whose pod is gone was lost with it (evicted,
-	// deleted, its node gone).
+	// deleted, its node gone). One its AM was given but never started
+	// expires, as YARN's ContainerAllocationExpirer ends it.
+	now := l.opts.Now()
 	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
 		for _, c := range snap.ContainersOfApp(app.ID) {
-			if c.ID.ID != 1 && c.State == records.ContainerRunning && !seen[c.ID] {
+			if c.ID.ID == 1 || seen[c.ID] {
+				continue
+			}
+			switch {
+			case c.State == records.ContainerRunning:
 				_, err := l.mgr.CompleteContainer(ctx, c.ID, records.ExitAborted, "Container's pod was deleted")
+				keep(err)
+			case c.State == records.ContainerNew && c.Acquired && now.Sub(time.UnixMilli(c.StartTime)) > l.opts.ContainerAllocationExpiry:
+				_, err := l.mgr.CompleteContainer(ctx, c.ID, records.ExitAborted, "Container expired since it was unused")
 				keep(err)
 			}
 		}

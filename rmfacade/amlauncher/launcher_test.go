@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -22,15 +23,22 @@ import (
 	"github.com/weft-sh/weft/translator/credentials"
 )
 
-func TestLaunchAM(t *testing.T) {
+// newManager returns a Manager over a store of its own and the default
+// queues.
+func newManager(t *testing.T, opts rm.Options) *rm.Manager {
+	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	tree, _ := quota.NewTree(quota.DefaultQueues)
+	return rm.New(st, tree, opts)
+}
+
+func TestLaunchAM(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	mgr := newManager(t, rm.Options{Logger: quiet})
 	tokens := amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
 	client := fake.NewSimpleClientset()
 	l := New(mgr, client, tokens, Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1",
@@ -128,14 +136,8 @@ func TestLaunchAM(t *testing.T) {
 }
 
 func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
-	st, err := state.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tree, _ := quota.NewTree(quota.DefaultQueues)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	mgr := newManager(t, rm.Options{Logger: quiet})
 	client := fake.NewSimpleClientset()
 	l := New(mgr, client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")),
 		Options{Namespace: "jobs", Profile: translator.Plain, SchedulerAddr: "rm:8030", Logger: quiet})
@@ -206,5 +208,71 @@ func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
 	secrets, _ := client.CoreV1().Secrets("jobs").List(ctx, metav1.ListOptions{})
 	if len(podsOf(killed)) != 0 || len(secrets.Items) != 0 {
 		t.Fatalf("after kill: %d pods, %d secrets", len(podsOf(killed)), len(secrets.Items))
+	}
+}
+
+// TestExpiredAMAndUnusedContainers: the running AM pod of an attempt that
+// timed out is stopped and the next attempt gets its own; a container its
+// AM was handed but never started ends as unused once the allocation
+// expiry has passed (YARN's ContainerAllocationExpirer), not before.
+func TestExpiredAMAndUnusedContainers(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	mgr := newManager(t, rm.Options{Logger: quiet, Now: clock})
+	client := fake.NewSimpleClientset()
+	l := New(mgr, client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")),
+		Options{Namespace: "jobs", Profile: translator.Plain, SchedulerAddr: "rm:8030", Logger: quiet, Now: clock,
+			ContainerAllocationExpiry: 10 * time.Minute})
+	ctx := context.Background()
+	raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"am"}}})
+	app := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", MaxAttempts: 2, Raw: raw, AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	first := records.AttemptID{App: app, ID: 1}
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.RegisterAM(ctx, first, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	granted, err := mgr.AllocateContainers(ctx, first, []rm.Grant{{Node: "n:8041", Resource: records.Resource{MemoryMB: 1024, VCores: 1}}})
+	if err != nil || len(granted) != 1 {
+		t.Fatalf("grant: %v %v", granted, err)
+	}
+	if _, err := mgr.AcquireContainers(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	unused := granted[0].ID
+
+	now = now.Add(9 * time.Minute)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := mgr.Snapshot().Container(unused); c.State == records.ContainerComplete {
+		t.Fatalf("container ended before its allocation expired: %+v", c)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := mgr.Snapshot().Container(unused); c.State != records.ContainerComplete || c.Diagnostics != "Container expired since it was unused" {
+		t.Fatalf("unused container after the expiry: %+v", c)
+	}
+
+	// The AM goes silent: its attempt expires while its pod still runs.
+	if err := mgr.AMExpired(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := client.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+		t.Fatalf("pods after the first attempt expired: %v", pods.Items)
 	}
 }

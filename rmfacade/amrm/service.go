@@ -16,6 +16,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
 )
 
@@ -33,6 +34,12 @@ type Options struct {
 	// container (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms,
 	// default 10 minutes).
 	ContainerTokenExpiry time.Duration
+	// AMExpiry is how long a registered AM may go without a call before
+	// its attempt fails (yarn.am.liveness-monitor.expiry-interval-ms,
+	// default 10 minutes); see Run.
+	AMExpiry time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Service implements ApplicationMasterProtocol. Every call acts on the
@@ -40,12 +47,18 @@ type Options struct {
 type Service struct {
 	mgr  *rm.Manager
 	opts Options
-	// last holds each registered attempt's last allocate response, for
-	// YARN's responseId handshake: a retried request gets it again.
+	// started is when this incarnation began: the last sign of life of
+	// AMs that registered with an earlier one.
+	started time.Time
+	// last holds each attempt's last allocate response, for YARN's
+	// responseId handshake (a retried request gets it again); an attempt
+	// is registered with this incarnation when it has one.
 	mu   sync.Mutex
 	last map[records.AttemptID]*yarnpb.AllocateResponseProto
 	// nmTokens remembers the nodes whose NMToken an attempt has had.
 	nmTokens map[records.AttemptID]map[string]bool
+	// heard is when each attempt's AM last called.
+	heard map[records.AttemptID]time.Time
 }
 
 // New returns the service.
@@ -53,8 +66,73 @@ func New(mgr *rm.Manager, opts Options) *Service {
 	if opts.ContainerTokenExpiry <= 0 {
 		opts.ContainerTokenExpiry = 10 * time.Minute
 	}
-	return &Service{mgr: mgr, opts: opts, last: map[records.AttemptID]*yarnpb.AllocateResponseProto{},
-		nmTokens: map[records.AttemptID]map[string]bool{}}
+	if opts.AMExpiry <= 0 {
+		opts.AMExpiry = 10 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{mgr: mgr, opts: opts, started: opts.Now(), last: map[records.AttemptID]*yarnpb.AllocateResponseProto{},
+		nmTokens: map[records.AttemptID]map[string]bool{}, heard: map[records.AttemptID]time.Time{}}
+}
+
+// Run is YARN's AMLivelinessMonitor: until ctx ends it checks, every
+// third of AMExpiry, that each RUNNING attempt's AM called within
+// AMExpiry, and fails the attempts whose AM did not (rm.Manager.AMExpired),
+// so a job whose AM hangs or lost its way is retried or failed, never left
+// RUNNING. AMs that registered with an earlier RM incarnation count from
+// this one's start: they get a whole interval to resync.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.AMExpiry / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.expire(ctx)
+	}
+}
+
+// expire fails the attempts whose AM has been silent for AMExpiry.
+func (s *Service) expire(ctx context.Context) {
+	now := s.opts.Now()
+	snap := s.mgr.Snapshot()
+	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
+		id := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
+		att := snap.Attempt(id)
+		if att == nil || att.State != records.AttemptRunning {
+			continue
+		}
+		s.mu.Lock()
+		heard, ok := s.heard[id]
+		s.mu.Unlock()
+		if !ok {
+			heard = s.started
+		}
+		if now.Sub(heard) < s.opts.AMExpiry {
+			continue
+		}
+		if err := s.mgr.AMExpired(ctx, id); err != nil {
+			s.mgr.Logger().Warn("expiring a silent AM", "attempt", id.String(), "err", err)
+			continue
+		}
+		s.mgr.Logger().Warn("ApplicationMaster timed out", "attempt", id.String(), "silentFor", now.Sub(heard).String())
+		s.forget(id)
+	}
+}
+
+// forget drops what this incarnation keeps of an attempt.
+func (s *Service) forget(id records.AttemptID) {
+	s.mu.Lock()
+	delete(s.last, id)
+	delete(s.nmTokens, id)
+	delete(s.heard, id)
+	s.mu.Unlock()
+	if s.opts.Allocator != nil {
+		s.opts.Allocator.Forget(id)
+	}
 }
 
 // Service returns the ipc registration.
@@ -87,13 +165,20 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	if err != nil {
 		return nil, err
 	}
+	// Registered with this incarnation already: refused, as YARN's
+	// ApplicationMasterService does. One that registered with an earlier
+	// incarnation is resyncing and registers again (rm.Manager.RegisterAM).
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.last[id]; ok {
+		return nil, yarnerr.InvalidAMRequest("Application Master is already registered : %s", id.App)
+	}
 	app, err := s.mgr.RegisterAM(ctx, id, req.GetHost(), req.GetRpcPort(), req.GetTrackingUrl())
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	s.last[id] = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
-	s.mu.Unlock()
+	s.heard[id] = s.opts.Now()
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability:      &yarnpb.ResourceProto{Memory: proto.Int64(max.MemoryMB), VirtualCores: proto.Int32(max.VCores)},
@@ -121,6 +206,7 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		// on this exception.
 		return nil, ipc.Errorf(yarnerr.ClassAMNotRegistered, "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register.", id)
 	}
+	s.heard[id] = s.opts.Now()
 	switch req.GetResponseId() {
 	case last.GetResponseId() - 1:
 		return last, nil // a retry of the request last answered
@@ -261,12 +347,6 @@ func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	if err := s.mgr.FinishAM(ctx, id, final, req.GetDiagnostics(), req.GetTrackingUrl()); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.last, id)
-	delete(s.nmTokens, id)
-	s.mu.Unlock()
-	if s.opts.Allocator != nil {
-		s.opts.Allocator.Forget(id)
-	}
+	s.forget(id)
 	return &yarnpb.FinishApplicationMasterResponseProto{IsUnregistered: proto.Bool(true)}, nil
 }

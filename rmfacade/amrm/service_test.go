@@ -28,6 +28,9 @@ type fixture struct {
 	addr   string
 	alloc  *allocator.Allocator
 	keys   *nmtokens.Keys
+	svc    *Service
+	store  *state.Store
+	dir    string
 }
 
 func start(t *testing.T) *fixture { return startWith(t, false) }
@@ -35,22 +38,32 @@ func start(t *testing.T) *fixture { return startWith(t, false) }
 // startWith starts the service, with an allocator and the NM keys when
 // granting is on.
 func startWith(t *testing.T, granting bool) *fixture {
+	return startIn(t, t.TempDir(), granting, Options{})
+}
+
+// startIn starts an RM incarnation over the store in dir: what a restart
+// starts again (the master keys are the same, as the server keeps them in
+// its data dir).
+func startIn(t *testing.T, dir string, granting bool, opts Options) *fixture {
 	t.Helper()
-	st, err := state.OpenDir(t.TempDir())
+	st, err := state.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree, _ := quota.NewTree(quota.DefaultQueues)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet, Now: opts.Now})
+	if _, err := mgr.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
-	var opts Options
 	if granting {
-		opts = Options{Allocator: allocator.New(mgr, allocator.Options{Logger: quiet}), Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}
+		opts.Allocator, opts.Keys = allocator.New(mgr, allocator.Options{Logger: quiet}), nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))
 	}
 	t.Cleanup(func() { st.Close() }) // after the server's shutdown
-	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, New(mgr, opts).Service())
-	return &fixture{mgr: mgr, tokens: tokens, addr: addr, alloc: opts.Allocator, keys: opts.Keys}
+	svc := New(mgr, opts)
+	addr := ipctest.Serve(t, ipc.Options{Tokens: tokens}, svc.Service())
+	return &fixture{mgr: mgr, tokens: tokens, addr: addr, alloc: opts.Allocator, keys: opts.Keys, svc: svc, store: st, dir: dir}
 }
 
 // submit admits an unmanaged application and returns its first attempt.

@@ -35,16 +35,27 @@ func (m *Manager) LiveAttempt(id records.AttemptID) (*records.Application, *reco
 
 // RegisterAM records that the attempt's ApplicationMaster registered:
 // attempt and application become RUNNING, with the AM's address.
+//
+// An attempt that is RUNNING already registers again: that is an AM
+// resyncing after this RM restarted (AMRMClient and MapReduce's
+// RMCommunicator re-register when allocate answers
+// ApplicationMasterNotRegisteredException), and, as in YARN's
+// work-preserving recovery, it keeps its attempt, containers and launch
+// time. Refusing a second registration within one RM incarnation is the
+// protocol service's, which alone knows what this incarnation has seen.
+// An attempt that unregistered (FINISHING) cannot register again.
 func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host string, rpcPort int32, trackingURL string) (*records.Application, error) {
 	var registered *records.Application
+	var resync bool
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
 		if err != nil {
 			return err
 		}
-		if att.State == records.AttemptRunning {
+		if att.State == records.AttemptFinishing {
 			return yarnerr.InvalidAMRequest("Application Master is already registered : %s", id.App)
 		}
+		resync = att.State == records.AttemptRunning
 		now := m.opts.Now().UnixMilli()
 		a, t := *cur, *att
 		t.State, t.Host, t.RPCPort, t.OriginalTrackingURL = records.AttemptRunning, host, rpcPort, trackingURL
@@ -60,7 +71,7 @@ func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host str
 		return w.PutApplication(&a)
 	})
 	if err == nil {
-		m.opts.Logger.Info("application master registered", "attempt", id.String(), "host", host)
+		m.opts.Logger.Info("application master registered", "attempt", id.String(), "host", host, "resync", resync)
 	}
 	return registered, err
 }
@@ -141,6 +152,29 @@ func countsTowardsMaxAttempts(exitCode int32) bool {
 // if the application has attempts left, else the application FAILED — as
 // YARN does when an AM container exits.
 func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error {
+	diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
+	return m.failAttempt(id, diag, exitCode, countsTowardsMaxAttempts(exitCode))
+}
+
+// AMExpired fails a registered attempt whose AM stopped heartbeating, as
+// YARN's AMLivelinessMonitor does after
+// yarn.am.liveness-monitor.expiry-interval-ms: the attempt FAILED with
+// "ApplicationMaster for attempt … timed out" (it counts towards the
+// application's max attempts), then a retry or the application FAILED.
+// The AM container of the failed attempt is stopped by the launcher. An
+// attempt that is no longer RUNNING is left alone.
+func (m *Manager) AMExpired(ctx context.Context, id records.AttemptID) error {
+	if _, att, err := m.LiveAttempt(id); err != nil || att.State != records.AttemptRunning {
+		return nil
+	}
+	return m.failAttempt(id, fmt.Sprintf("ApplicationMaster for attempt %s timed out", id), records.ExitInvalid, true)
+}
+
+// failAttempt ends an attempt that did not unregister: FAILED with diag,
+// then a new attempt if the application has attempts left, else the
+// application FAILED. An attempt that unregistered first (FINISHING) ends
+// the application with the status its AM reported instead.
+func (m *Manager) failAttempt(id records.AttemptID, diag string, exitCode int32, counts bool) error {
 	var retried bool
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
@@ -158,12 +192,11 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 			}
 			return w.PutApplication(&a)
 		}
-		diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
 		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
 		if err := w.PutAttempt(&t); err != nil {
 			return err
 		}
-		if countsTowardsMaxAttempts(exitCode) {
+		if counts {
 			a.FailedAttempts++
 		}
 		if a.FailedAttempts < a.MaxAttempts {
@@ -173,7 +206,7 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 			a.CurrentAttempt, a.State = next.ID.ID, records.AppAccepted
 			a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = "", 0, "", ""
 			a.Diagnostics = diag + "\nFailing this attempt. Will retry, attempt " + fmt.Sprint(next.ID.ID) + " of " + fmt.Sprint(a.MaxAttempts) + "."
-			if !countsTowardsMaxAttempts(exitCode) {
+			if !counts {
 				a.Diagnostics = fmt.Sprintf("%s\nThe AM container was taken away (exit status %d): the attempt does not count towards the %d allowed. Will retry, attempt %d.",
 					diag, exitCode, a.MaxAttempts, next.ID.ID)
 			}
@@ -187,7 +220,7 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 		return w.PutApplication(&a)
 	})
 	if err == nil {
-		m.opts.Logger.Info("AM container exited", "attempt", id.String(), "exitCode", exitCode, "retried", retried, "diagnostics", diagnostics)
+		m.opts.Logger.Info("attempt failed", "attempt", id.String(), "exitCode", exitCode, "retried", retried, "diagnostics", diag)
 	}
 	return err
 }

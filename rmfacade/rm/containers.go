@@ -169,3 +169,52 @@ func (m *Manager) AMContainerPlaced(ctx context.Context, id records.ContainerID,
 			ExitStatus: records.ExitInvalid, StartTime: m.opts.Now().UnixMilli(), Tier: "high", Acquired: true})
 	})
 }
+
+// Recovered is what Recover found in the store.
+type Recovered struct {
+	// Applications and Containers are the live applications and their
+	// containers that were NEW or RUNNING: they carry on.
+	Applications, Containers int
+	// Dropped are containers granted to an attempt but never handed to
+	// its AM.
+	Dropped int
+}
+
+// droppedDiagnostics is what a grant never handed to its AM ends with.
+const droppedDiagnostics = "Container allocated before the ResourceManager restarted and never acquired by its AM; the AM asks for it again when it resyncs"
+
+// Recover settles what the previous RM incarnation left in the store,
+// before this one serves (YARN's work-preserving recovery): applications,
+// attempts and the containers their AMs hold carry on as they were — the
+// AMs re-register and resend their outstanding asks. Containers granted
+// but never handed to their AM are dropped: a resyncing AM asks for them
+// again, so keeping them would grant the same ask twice (YARN's RM does
+// not recover them either: only what NodeManagers report running).
+func (m *Manager) Recover(ctx context.Context) (Recovered, error) {
+	var r Recovered
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		r = Recovered{}
+		now := m.opts.Now().UnixMilli()
+		for _, a := range w.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted, records.AppRunning}}) {
+			r.Applications++
+			for _, c := range w.ContainersOfApp(a.ID) {
+				if c.State == records.ContainerComplete {
+					continue
+				}
+				if c.Acquired || c.ID.ID == 1 {
+					r.Containers++
+					continue
+				}
+				cp := *c
+				cp.State, cp.ExitStatus, cp.Diagnostics, cp.FinishTime = records.ContainerComplete, records.ExitAborted, droppedDiagnostics, now
+				cp.Acquired, cp.Reported = true, true // never the AM's: nothing to tell it
+				if err := w.PutContainer(&cp); err != nil {
+					return err
+				}
+				r.Dropped++
+			}
+		}
+		return nil
+	})
+	return r, err
+}

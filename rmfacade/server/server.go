@@ -94,6 +94,10 @@ type Config struct {
 	// shared with the node plugins (a mounted Secret on a cluster); created
 	// when missing. Default: a key kept in DataDir.
 	NMKeyFile string
+	// AMExpiry is how long a registered AM may be silent before its
+	// attempt fails (yarn.am.liveness-monitor.expiry-interval-ms, default
+	// 10 minutes).
+	AMExpiry time.Duration
 	// TokenKey is the master key of RM delegation tokens (default: a key
 	// created once and kept in DataDir, so tokens survive restarts).
 	TokenKey []byte
@@ -142,6 +146,7 @@ type Server struct {
 	queues            []quota.QueueConfig
 	queueStatus       map[string]string // last status written per Queue
 	ipc, amIPC        *ipc.Server
+	am                *amrm.Service
 	web               *http.Server
 	// metrics holds the RM's Prometheus series (and Go's, the process's).
 	metrics            *prometheus.Registry
@@ -178,6 +183,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
 		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry()}
+	recovered, err := s.Manager.Recover(context.Background())
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("recover state: %w", err)
+	}
+	if recovered != (rm.Recovered{}) {
+		cfg.Logger.Info("recovered the previous incarnation's work", "applications", recovered.Applications,
+			"containers", recovered.Containers, "droppedUnacquired", recovered.Dropped)
+	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if crds != nil {
 		s.crds.Store(&crds)
@@ -223,7 +237,7 @@ func (s *Server) init() error {
 	if err != nil {
 		return fmt.Errorf("NM master key: %w", err)
 	}
-	amOpts := amrm.Options{Keys: nmtokens.New(nmKey)}
+	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry}
 	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
 	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
 	if err != nil {
@@ -273,7 +287,8 @@ func (s *Server) init() error {
 		amOpts.Allocator = s.allocator
 	}
 	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
-	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, amrm.New(s.Manager, amOpts).Service())
+	s.am = amrm.New(s.Manager, amOpts)
+	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, s.am.Service())
 	if err != nil {
 		return err
 	}
@@ -317,6 +332,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.ipc.Serve(s.lnIPC) }()
 	go func() { errc <- s.amIPC.Serve(s.lnAM) }()
 	go func() { errc <- s.web.Serve(s.lnWeb) }()
+	go s.am.Run(ctx)
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.launcher != nil {

@@ -439,6 +439,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 	}, SpecTimeout(6*time.Minute))
 
 	sparkSpecs(func() *yarnOnKube { return y })
+	recoverySpecs(func() *yarnOnKube { return y })
 	localizationSpecs(func() *yarnOnKube { return y })
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {

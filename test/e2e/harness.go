@@ -125,6 +125,19 @@ func (r *RM) Stop() error {
 	return nil
 }
 
+// Kill ends the process at once (SIGKILL), as an OOM kill or a lost node
+// does: nothing is flushed or closed on the way out.
+func (r *RM) Kill() error {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return nil
+	}
+	if err := r.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-r.done
+	return nil
+}
+
 // PID is the process id, 0 before Start.
 func (r *RM) PID() int {
 	if r.cmd == nil || r.cmd.Process == nil {

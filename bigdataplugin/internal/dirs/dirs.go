@@ -28,13 +28,30 @@ func LastChange(p string) (time.Time, error) {
 	return last, err
 }
 
-// WriteFileAtomic writes a file whole or not at all: to a temporary name
+// WriteFileAtomic writes a file whole or not at all: to a temporary file
 // beside it, then renamed into place, so a reader (or a process restarted
-// after a crash) finds the old content or the new, never a part.
+// after a crash) finds the old content or the new, never a part. The
+// temporary name is unique: writers of the same file at once (two
+// containers of one application starting together) each rename their own
+// whole copy, the last one wins.
 func WriteFileAtomic(name string, data []byte, mode os.FileMode) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, name)
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/weft-sh/weft/test/hadoop"
+)
+
+// killRM kills weft-rm outright while a job runs, keeps it down for a few
+// seconds (the AMs' calls fail meanwhile and are retried by their
+// clients), and starts it again over the same data directory and ports,
+// as Kubernetes restarts a crashed container.
+func (y *yarnOnKube) killRM(ctx context.Context) {
+	GinkgoHelper()
+	Expect(y.rm.Kill()).To(Succeed())
+	time.Sleep(3 * time.Second)
+	Expect(y.rm.Start(ctx)).To(Succeed())
+}
+
+// attempts counts an application's attempts, by the yarn CLI.
+func (y *yarnOnKube) attempts(ctx context.Context, app string) int {
+	GinkgoHelper()
+	out, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "applicationattempt", "-list", app)
+	Expect(err).NotTo(HaveOccurred(), errOut)
+	return len(regexp.MustCompile(`appattempt_\d+_\d+_\d+`).FindAllString(out, -1))
+}
+
+// recoverySpecs are work-preserving restart's specs, run in the ordered
+// YARN applications container (y is set by its BeforeAll).
+func recoverySpecs(yarn func() *yarnOnKube) {
+	It("keeps a MapReduce job through kill -9 of weft-rm: same application, one attempt, no task lost, SUCCEEDED", func(ctx SpecContext) {
+		y := yarn()
+		// Two maps of 30 s, then a reducer the AM asks for only after the
+		// restart: the resynced AM must be heard.
+		job := y.sleepJob(ctx, "-m", "2", "-r", "1", "-mt", "30000", "-rt", "1000")
+		app := job.waitRunning(ctx, y, 3)
+		before := map[string]types.UID{}
+		for _, p := range y.appPods(ctx, app) {
+			before[p.Name] = p.UID
+		}
+		y.killRM(ctx)
+		// The restarted RM reconciles with the pods it finds: the AM and
+		// the maps keep running in the same pods, none restarted.
+		time.Sleep(5 * time.Second)
+		after := map[string]types.UID{}
+		for _, p := range y.appPods(ctx, app) {
+			after[p.Name] = p.UID
+			for _, cs := range p.Status.ContainerStatuses {
+				Expect(cs.RestartCount).To(BeZero(), p.Name)
+			}
+		}
+		Expect(after).To(Equal(before))
+		Expect(job.wait()).To(Succeed(), job.output()+"\nweft-rm:\n"+y.rm.Logs())
+
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		Expect(y.attempts(ctx, app)).To(Equal(1), "the AM was not restarted")
+		// No task was run twice: the maps that ran across the restart
+		// finished in their pods.
+		out := job.output()
+		Expect(out).To(ContainSubstring("Launched map tasks=2"))
+		Expect(out).NotTo(ContainSubstring("Failed map tasks"))
+		Expect(out).NotTo(ContainSubstring("Killed map tasks"))
+		Expect(y.rm.Logs()).To(ContainSubstring("resync=true"), "the AM re-registered with the restarted RM")
+	}, SpecTimeout(8*time.Minute))
+
+	It("keeps a Spark job through kill -9 of weft-rm: same application, one attempt, SUCCEEDED", func(ctx SpecContext) {
+		y := yarn()
+		spark, err := hadoop.SparkDist(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		type result struct {
+			out string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer GinkgoRecover()
+			// 8 slices of 8 s on 2 executors: about 30 s of tasks.
+			out, err := y.sparkSubmit(ctx, spark, "cluster", "spark-pi-restart", "8", "8000")
+			done <- result{out, err}
+		}()
+		var app string
+		Eventually(func(g Gomega) {
+			app = y.appByName("spark-pi-restart")
+			g.Expect(app).NotTo(BeEmpty())
+			g.Expect(y.runningPods(ctx, app)).To(Equal(3)) // the driver's AM and 2 executors
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		y.killRM(ctx)
+		var r result
+		Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
+		Expect(r.err).NotTo(HaveOccurred(), r.out+"\nweft-rm:\n"+y.rm.Logs())
+		Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
+		Expect(y.appByName("spark-pi-restart")).To(Equal(app))
+		Expect(y.attempts(ctx, app)).To(Equal(1), "the driver's AM was not restarted")
+		Expect(y.amLog(app, "stdout")).To(MatchRegexp(`Pi is roughly 3\.1\d*`))
+	}, SpecTimeout(10*time.Minute))
+}
