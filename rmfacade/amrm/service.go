@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -343,7 +344,12 @@ func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	if err != nil {
 		return nil, err
 	}
-	final := records.FinalStatus(req.GetFinalApplicationStatus().String()[len("APP_"):])
+	// A value outside the enum is dropped by Java's protobuf, leaving the
+	// field's default: UNDEFINED.
+	final := records.FinalUndefined
+	if name, ok := yarnpb.FinalApplicationStatusProto_name[int32(req.GetFinalApplicationStatus())]; ok {
+		final = records.FinalStatus(strings.TrimPrefix(name, "APP_"))
+	}
 	if err := s.mgr.FinishAM(ctx, id, final, req.GetDiagnostics(), req.GetTrackingUrl()); err != nil {
 		return nil, err
 	}

@@ -269,3 +269,25 @@ func TestGrantsContainers(t *testing.T) {
 		t.Errorf("oversized ask: %v", err)
 	}
 }
+
+// TestFinishWithAStatusOutsideTheEnum: a final status the enum does not
+// have is UNDEFINED, as Java's protobuf leaves the field unset (a
+// recovered "slice bounds out of range" before).
+func TestFinishWithAStatusOutsideTheEnum(t *testing.T) {
+	f := start(t)
+	attempt := f.submit(t)
+	c, err := f.dial(t, attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(c, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto(77).Enum()},
+		&yarnpb.FinishApplicationMasterResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := f.mgr.Application(attempt.App); a.FinalStatus != records.FinalUndefined {
+		t.Errorf("final status %q", a.FinalStatus)
+	}
+}

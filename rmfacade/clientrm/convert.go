@@ -2,6 +2,7 @@ package clientrm
 
 import (
 	"google.golang.org/protobuf/proto"
+	"strings"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -46,8 +47,11 @@ func appStateProto(s records.AppState) *yarnpb.YarnApplicationStateProto {
 	return yarnpb.YarnApplicationStateProto(yarnpb.YarnApplicationStateProto_value[string(s)]).Enum()
 }
 
-func appStateOf(p yarnpb.YarnApplicationStateProto) records.AppState {
-	return records.AppState(p.String())
+// appStateOf converts an application state of a request; ok is false for
+// a value outside the enum, which Java's protobuf drops.
+func appStateOf(p yarnpb.YarnApplicationStateProto) (s records.AppState, ok bool) {
+	name, ok := yarnpb.YarnApplicationStateProto_name[int32(p)]
+	return records.AppState(name), ok
 }
 
 func finalStatusProto(s records.FinalStatus) *yarnpb.FinalApplicationStatusProto {
@@ -62,8 +66,14 @@ func nodeStateProto(s records.NodeState) *yarnpb.NodeStateProto {
 	return yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+string(s)]).Enum()
 }
 
-func nodeStateOf(p yarnpb.NodeStateProto) records.NodeState {
-	return records.NodeState(p.String()[len("NS_"):])
+// nodeStateOf converts a node state of a request; ok is false for a value
+// outside the enum (a newer or a broken client), which Java's protobuf
+// drops before the RM sees the request.
+func nodeStateOf(p yarnpb.NodeStateProto) (s records.NodeState, ok bool) {
+	if _, known := yarnpb.NodeStateProto_name[int32(p)]; !known {
+		return "", false
+	}
+	return records.NodeState(strings.TrimPrefix(p.String(), "NS_")), true
 }
 
 func containerStateProto(s records.ContainerState) *yarnpb.ContainerStateProto {

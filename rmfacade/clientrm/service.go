@@ -174,8 +174,12 @@ func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicatio
 		Name: req.GetName(), StartedBegin: req.GetStartBegin(), StartedEnd: req.GetStartEnd(),
 		FinishedBegin: req.GetFinishBegin(), FinishedEnd: req.GetFinishEnd(), Limit: int(min(req.GetLimit(), 1<<31-1)),
 	}
+	// Values outside the enum are dropped, as Java's protobuf drops them;
+	// none left is every state.
 	for _, st := range req.GetApplicationStates() {
-		f.States = append(f.States, appStateOf(st))
+		if s, ok := appStateOf(st); ok {
+			f.States = append(f.States, s)
+		}
 	}
 	if req.GetScope() == yarnpb.ApplicationsRequestScopeProto_OWN {
 		f.Users = []string{user(ctx)}
@@ -213,9 +217,13 @@ func (s *Service) getClusterMetrics(ctx context.Context, _ *yarnpb.GetClusterMet
 }
 
 func (s *Service) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNodesRequestProto) (*yarnpb.GetClusterNodesResponseProto, error) {
+	// As ClientRMService: no states (after Java's protobuf dropped values
+	// it does not know) is every state.
 	var states []records.NodeState
 	for _, st := range req.GetNodeStates() {
-		states = append(states, nodeStateOf(st))
+		if s, ok := nodeStateOf(st); ok {
+			states = append(states, s)
+		}
 	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
 	for _, n := range s.mgr.Snapshot().Nodes(states...) {

@@ -257,3 +257,42 @@ func TestDelegationTokens(t *testing.T) {
 		t.Fatalf("cancelled token: %v", err)
 	}
 }
+
+// TestEnumValuesOutsideTheEnum: states a client sends that the enum does
+// not have are dropped, as Java's protobuf drops them before a real RM
+// sees the request, so a filter of only unknown states is no filter —
+// never an error (a recovered "slice bounds out of range" before).
+func TestEnumValuesOutsideTheEnum(t *testing.T) {
+	f := start(t)
+	c := f.dial(t, "alice", nil)
+	if err := f.mgr.PutNode(&records.Node{ID: "n:8041", Host: "n", Port: 8041, State: records.NodeRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submit(t, c, "default"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		nodes []yarnpb.NodeStateProto
+		want  int
+	}{
+		{"unknown only: every state", []yarnpb.NodeStateProto{42}, 1},
+		{"unknown and RUNNING", []yarnpb.NodeStateProto{42, yarnpb.NodeStateProto_NS_RUNNING}, 1},
+		{"unknown and LOST", []yarnpb.NodeStateProto{-7, yarnpb.NodeStateProto_NS_LOST}, 0},
+	}
+	for _, tc := range cases {
+		resp, err := call(t, c, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{NodeStates: tc.nodes}, &yarnpb.GetClusterNodesResponseProto{})
+		if err != nil || len(resp.GetNodeReports()) != tc.want {
+			t.Errorf("getClusterNodes %s: %d nodes, %v; want %d", tc.name, len(resp.GetNodeReports()), err, tc.want)
+		}
+	}
+	apps, err := call(t, c, "getApplications", &yarnpb.GetApplicationsRequestProto{ApplicationStates: []yarnpb.YarnApplicationStateProto{99}},
+		&yarnpb.GetApplicationsResponseProto{})
+	if err != nil || len(apps.GetApplications()) != 1 {
+		t.Errorf("getApplications with an unknown state: %d applications, %v; want 1", len(apps.GetApplications()), err)
+	}
+	// And the server keeps serving.
+	if _, err := call(t, c, "getClusterMetrics", &yarnpb.GetClusterMetricsRequestProto{}, &yarnpb.GetClusterMetricsResponseProto{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1057,6 +1057,14 @@ func TestReadErrors(t *testing.T) {
 		{"bad json", "application/json", `{"queue":`, 400, "javax.xml.bind.UnmarshalException\n - with linked exception:\n[javax.xml.stream.XMLStreamException: "},
 		{"json array", "application/json", `["a"]`, 400, "javax.xml.bind.UnmarshalException\n"},
 		{"bad xml", "application/xml", `<appqueue><queue>a</appqueue>`, 400, "javax.xml.bind.UnmarshalException\n - with linked exception:\n[org.xml.sax.SAXParseException; "},
+		// Exactly one document: trailing bytes or a second document are
+		// refused whole, never half-read and acted on.
+		{"json with trailing bytes", "application/json", `{"queue":"a"}garbage`, 400,
+			"javax.xml.bind.UnmarshalException\n - with linked exception:\n[javax.xml.stream.XMLStreamException: "},
+		{"two json documents", "application/json", `{"queue":"a"} {"queue":"b"}`, 400, "javax.xml.bind.UnmarshalException\n"},
+		{"xml with trailing element", "application/xml", `<appqueue><queue>a</queue></appqueue><appqueue/>`, 400,
+			"javax.xml.bind.UnmarshalException\n - with linked exception:\n[org.xml.sax.SAXParseException; Content is not allowed in trailing section."},
+		{"xml with trailing text", "application/xml", `<appqueue><queue>a</queue></appqueue>x`, 400, "javax.xml.bind.UnmarshalException\n"},
 		{"wrong xml root", "application/xml", `<foo><queue>default</queue></foo>`, 400,
 			`javax.xml.bind.UnmarshalException: unexpected element (uri:"", local:"foo"). Expected elements are <{}NewApplication>,<{}application-submission-context>,`},
 	}

@@ -169,10 +169,20 @@ const (
 
 const maxDepth = 256
 
+// parseJSONTree parses exactly one JSON document: anything but white
+// space after it (trailing bytes, a second document) is an error, as the
+// RM's JSON reader refuses it with 400 — never half-read and acted on.
 func parseJSONTree(b []byte) (*node, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
-	return parseJSONValue(d, "", 0)
+	n, err := parseJSONValue(d, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, fmt.Errorf("unexpected content after the JSON document at offset %d", d.InputOffset())
+	}
+	return n, nil
 }
 
 func parseJSONValue(d *json.Decoder, name string, depth int) (*node, error) {
@@ -231,6 +241,30 @@ func parseJSONValue(d *json.Decoder, name string, depth int) (*node, error) {
 	return n, nil
 }
 
+// xmlTrailer reads what follows the root element: white space, comments
+// and processing instructions only, as an XML parser allows there.
+func xmlTrailer(d *xml.Decoder) error {
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.Comment, xml.ProcInst:
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) == 0 {
+				continue
+			}
+			return errors.New("Content is not allowed in trailing section.")
+		default:
+			return errors.New("Content is not allowed in trailing section.")
+		}
+	}
+}
+
 func parseXMLTree(b []byte) (*node, error) {
 	d := xml.NewDecoder(bytes.NewReader(b))
 	d.CharsetReader = charsetReader
@@ -268,7 +302,7 @@ func parseXMLTree(b []byte) (*node, error) {
 			}
 			stack, text = stack[:len(stack)-1], text[:len(text)-1]
 			if len(stack) == 0 {
-				return n, nil
+				return n, xmlTrailer(d)
 			}
 		}
 	}
