@@ -112,6 +112,12 @@ func Handler[Req, Resp proto.Message](h func(context.Context, Req) (Resp, error)
 			return resp, err
 		}
 		ye := As(err)
+		if ye.Class == ClassAccessControl {
+			// ClientRMService throws ACL refusals through
+			// RPCUtil.getRemoteException: a YarnException whose message is
+			// the AccessControlException it wraps.
+			return resp, ipc.Errorf(ClassYarnException, "%s: %s", ClassAccessControl, ye.Message)
+		}
 		return resp, ipc.Errorf(ye.Class, "%s", ye.Message)
 	}
 }
