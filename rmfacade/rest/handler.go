@@ -62,7 +62,7 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 	api.HandleFunc("/apps/new-application", h.newApplication).Methods(http.MethodPost)
 	api.HandleFunc("/apps/{appid}", h.app).Methods(http.MethodGet)
 	api.HandleFunc("/apps/{appid}/state", h.appView(stateView)).Methods(http.MethodGet)
-	api.HandleFunc("/apps/{appid}/state", h.update(stateView, h.killApp)).Methods(http.MethodPut)
+	api.HandleFunc("/apps/{appid}/state", h.killApp).Methods(http.MethodPut)
 	api.HandleFunc("/apps/{appid}/queue", h.appView(h.queueView)).Methods(http.MethodGet)
 	api.HandleFunc("/apps/{appid}/queue", h.update(h.queueView, h.moveApp)).Methods(http.MethodPut)
 	api.HandleFunc("/apps/{appid}/priority", h.appView(priorityView)).Methods(http.MethodGet)
@@ -85,7 +85,52 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 		r.Handle("/metrics", opts.Metrics).Methods(http.MethodGet)
 	}
 	h.registerUI(r)
-	return r
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch {
+		case len(req.RequestURI) > maxURIBytes:
+			// Jetty under Hadoop's HttpServer2 refuses a request line
+			// beyond hadoop.http.max.request.header.size.
+			http.Error(w, "URI Too Long", http.StatusRequestURITooLong)
+		case req.Method == http.MethodOptions:
+			options(r, w, req)
+		case req.Method == http.MethodHead:
+			// Jersey answers HEAD wherever it answers GET, without the body
+			// (net/http drops it for a HEAD request).
+			get := req.Clone(req.Context())
+			get.Method = http.MethodGet
+			r.ServeHTTP(w, get)
+		default:
+			r.ServeHTTP(w, req)
+		}
+	})
+}
+
+// maxURIBytes is the longest request URI served
+// (hadoop.http.max.request.header.size, 64 KiB).
+const maxURIBytes = 64 << 10
+
+// options answers OPTIONS as Jersey does: 200 with the resource's methods
+// in Allow (HEAD wherever GET, and OPTIONS), or the router's 404 for a
+// resource that does not exist.
+func options(r *mux.Router, w http.ResponseWriter, req *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if r.Match(probe, &match) && match.MatchErr == nil {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	if len(allow) == 0 {
+		r.ServeHTTP(w, req) // not found, or no method at all
+		return
+	}
+	w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ","))
+	w.WriteHeader(http.StatusOK)
 }
 
 type routePrefix struct {
@@ -101,7 +146,19 @@ func sprintf(format string, args ...any) string { return fmt.Sprintf(format, arg
 
 // remoteUser is the caller under simple HTTP authentication: the
 // user.name query parameter, as Hadoop's PseudoAuthenticationHandler reads it.
-func remoteUser(r *http.Request) string { return r.URL.Query().Get("user.name") }
+// staticUser is who a request naming no user acts as: Hadoop's
+// StaticUserWebFilter (hadoop.http.staticuser.user) names anonymous
+// requests so on an RM without Kerberos.
+const staticUser = "dr.who"
+
+// remoteUser is the request's user: its user.name, or staticUser. Weft's
+// ACLs then decide what it may do, as an RM's with yarn.acl.enable.
+func remoteUser(r *http.Request) string {
+	if u := r.URL.Query().Get("user.name"); u != "" {
+		return u
+	}
+	return staticUser
+}
 
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {
 	ts := h.mgr.ClusterTimestamp()
@@ -415,10 +472,6 @@ func (h *handler) update(view func(*records.Application) any,
 			return
 		}
 		user := remoteUser(r)
-		if user == "" {
-			writeError(w, r, unauthenticated())
-			return
-		}
 		if err := change(r, a, user); err != nil {
 			writeError(w, r, err)
 			return
@@ -431,20 +484,41 @@ func (h *handler) update(view func(*records.Application) any,
 	}
 }
 
-func (h *handler) killApp(r *http.Request, a *records.Application, user string) error {
+// killApp is RMWebServices.updateAppState: KILLED is the only target; an
+// application KILLED already answers 200 with its state, any other is
+// killed and answers 202 with the state the kill found (the RM's kill is
+// asynchronous, so a client polls the state resource) and a Location
+// header naming that resource.
+func (h *handler) killApp(w http.ResponseWriter, r *http.Request) {
+	a, err := h.application(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	user := remoteUser(r)
 	var target dao.AppState
 	if err := dao.Read(r, &target); err != nil {
-		return err
+		writeError(w, r, err)
+		return
 	}
 	if strings.ToUpper(target.State) != string(records.AppKilled) {
-		return badRequest("Only '%s' is allowed as a target state.", records.AppKilled)
+		writeError(w, r, badRequest("Only '%s' is allowed as a target state.", records.AppKilled))
+		return
+	}
+	if a.State == records.AppKilled {
+		dao.Write(w, r, http.StatusOK, stateView(a))
+		return
 	}
 	diag := r.URL.Query().Get("diagnostics")
 	if diag == "" {
 		diag = fmt.Sprintf("Application %s was killed by user %s", a.ID, user)
 	}
-	_, err := h.mgr.Kill(r.Context(), a.ID, user, diag)
-	return err
+	if _, err := h.mgr.Kill(r.Context(), a.ID, user, diag); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "http://"+r.Host+r.URL.RequestURI())
+	dao.Write(w, r, http.StatusAccepted, stateView(a))
 }
 
 func (h *handler) moveApp(r *http.Request, a *records.Application, user string) error {
@@ -479,10 +553,6 @@ func (h *handler) appAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) newApplication(w http.ResponseWriter, r *http.Request) {
-	if remoteUser(r) == "" {
-		writeError(w, r, unauthenticated())
-		return
-	}
 	id := h.mgr.NewApplicationID()
 	max := h.mgr.MaximumAllocation()
 	dao.Write(w, r, http.StatusOK, &dao.NewApplication{ApplicationID: id.String(), MaximumResourceCapability: dao.NewResourceInfo(max.MemoryMB, max.VCores)})
@@ -490,10 +560,6 @@ func (h *handler) newApplication(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	user := remoteUser(r)
-	if user == "" {
-		writeError(w, r, unauthenticated())
-		return
-	}
 	sc := dao.NewApplicationSubmissionContextInfo()
 	if err := dao.Read(r, sc); err != nil {
 		writeError(w, r, err)

@@ -142,10 +142,9 @@ func TestRESTApplications(t *testing.T) {
 		<application-name>xml-app</application-name><am-container-spec><commands><command>sleep 1</command></commands></am-container-spec>
 		<resource><memory>1024</memory><vCores>1</vCores></resource><application-tags><tag>a</tag><tag>b</tag></application-tags></application-submission-context>`
 	xmlID := mgr.NewApplicationID().String()
+	anonID := mgr.NewApplicationID().String()
 
 	check(t, srv, []exchange{
-		{name: "submit without user", method: "POST", path: "/ws/v1/cluster/apps", contentType: "application/json", body: submission, wantStatus: 401,
-			wantJSON: map[string]string{"RemoteException.exception": "AuthorizationException"}},
 		{name: "submit json", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json", body: submission, wantStatus: 202},
 		{name: "submit xml", method: "POST", path: "/ws/v1/cluster/apps?user.name=bob", contentType: "application/xml", body: sprintf(xmlSubmission, xmlID), wantStatus: 202},
 		{name: "submit unknown queue", method: "POST", path: "/ws/v1/cluster/apps?user.name=alice", contentType: "application/json",
@@ -180,14 +179,25 @@ func TestRESTApplications(t *testing.T) {
 		{name: "move", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/queue?user.name=alice", contentType: "application/json", body: `{"queue":"default"}`,
 			wantStatus: 200, wantJSON: map[string]string{"queue": "root.default"}},
 		{name: "get queue", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/queue", wantStatus: 200, wantJSON: map[string]string{"queue": "root.default"}},
-		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state", contentType: "application/json", body: `{"state":"KILLED"}`, wantStatus: 401},
+		// A request naming no user acts as dr.who, as Hadoop's static user
+		// filter names it; the queues' ACLs then decide (default: root's
+		// administer ACL "*", as YARN's).
+		{name: "submit without user", method: "POST", path: "/ws/v1/cluster/apps", contentType: "application/xml", body: sprintf(xmlSubmission, anonID), wantStatus: 202},
+		{name: "submitted by dr.who", method: "GET", path: "/ws/v1/cluster/apps/" + anonID, wantStatus: 200, wantJSON: map[string]string{"app.user": "dr.who"}},
+		{name: "kill without user", method: "PUT", path: "/ws/v1/cluster/apps/" + anonID + "/state", contentType: "application/json", body: `{"state":"KILLED"}`,
+			wantStatus: 202, wantJSON: map[string]string{"state": "ACCEPTED"}},
 		{name: "bad target state", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"RUNNING"}`, wantStatus: 400},
 		{name: "kill with trailing bytes", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json",
 			body: `{"state":"KILLED"}}}`, wantStatus: 400},
 		{name: "kill in the second of two documents", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json",
 			body: `{"state":"ACCEPTED"}{"state":"KILLED"}`, wantStatus: 400},
 		{name: "not killed by either", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/state", wantStatus: 200, wantJSON: map[string]string{"state": "ACCEPTED"}},
+		// As a 3.4 RM: 202 with the state the kill found; then the state
+		// resource says KILLED, and killing again is 200.
 		{name: "kill", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"KILLED"}`,
+			wantStatus: 202, wantJSON: map[string]string{"state": "ACCEPTED"}},
+		{name: "state after kill", method: "GET", path: "/ws/v1/cluster/apps/" + id + "/state", wantStatus: 200, wantJSON: map[string]string{"state": "KILLED"}},
+		{name: "kill again", method: "PUT", path: "/ws/v1/cluster/apps/" + id + "/state?user.name=alice", contentType: "application/json", body: `{"state":"KILLED"}`,
 			wantStatus: 200, wantJSON: map[string]string{"state": "KILLED"}},
 		{name: "killed", method: "GET", path: "/ws/v1/cluster/apps?states=KILLED", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.finalStatus": "KILLED"}},
 		{name: "final status filter", method: "GET", path: "/ws/v1/cluster/apps?finalStatus=UNDEFINED", wantStatus: 200, wantJSON: map[string]string{"apps.app.0.id": xmlID}},
@@ -241,5 +251,47 @@ func TestRESTCluster(t *testing.T) {
 	var m dao.ClusterMetricsInfo
 	if err := xml.Unmarshal(body, &m); err != nil || m.TotalMB != 8192 {
 		t.Fatalf("xml metrics %s: %v", body, err)
+	}
+}
+
+// TestHTTPMethodsAndLimits: OPTIONS, HEAD and over-long URIs answered as
+// a 3.4 RM's Jetty and Jersey answer them.
+func TestHTTPMethodsAndLimits(t *testing.T) {
+	srv, _ := newServer(t)
+	send := func(method, path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	cases := []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"OPTIONS", "/ws/v1/cluster/apps", 200, "GET,HEAD,POST,OPTIONS"},
+		{"OPTIONS", "/ws/v1/cluster/apps/application_1_0001/state", 200, "GET,HEAD,PUT,OPTIONS"},
+		{"OPTIONS", "/ws/v1/cluster/info", 200, "GET,HEAD,OPTIONS"},
+		{"OPTIONS", "/ws/v1/cluster/bogus", 404, ""},
+		{"HEAD", "/ws/v1/cluster/info", 200, ""},
+		{"GET", "/ws/v1/cluster/apps?name=" + strings.Repeat("x", 60<<10), 200, ""},
+		{"GET", "/ws/v1/cluster/apps?name=" + strings.Repeat("x", 65<<10), 414, ""},
+	}
+	for _, c := range cases {
+		resp := send(c.method, c.path)
+		if resp.StatusCode != c.status || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %.60s: %d Allow %q, want %d %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.status, c.allow)
+		}
+	}
+	// The server keeps serving.
+	if resp := send("GET", "/ws/v1/cluster/info"); resp.StatusCode != 200 {
+		t.Fatalf("info after: %d", resp.StatusCode)
 	}
 }

@@ -25,10 +25,6 @@ func notFound(format string, args ...any) *restError {
 	return &restError{class: dao.ClassNotFoundException, message: "java.lang.Exception: " + sprintf(format, args...)}
 }
 
-func unauthenticated() *restError {
-	return &restError{class: dao.ClassAuthorizationException, message: "Unable to obtain user name, user not authenticated"}
-}
-
 // writeError renders err as the RM's RemoteException body with the status
 // Hadoop 3.4's exception mapping gives its class.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
