@@ -183,7 +183,7 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability:      &yarnpb.ResourceProto{Memory: proto.Int64(max.MemoryMB), VirtualCores: proto.Int32(max.VCores)},
-		Queue:                  proto.String(app.Queue),
+		Queue:                  proto.String(s.mgr.QueuePath(app.Queue)),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
 		// AMRMClient re-initializes its resource types from these; an empty
 		// list would leave it none, not even memory.

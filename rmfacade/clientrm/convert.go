@@ -99,13 +99,14 @@ func orNA(s string) string {
 // appReport renders an application as YARN's ApplicationReport.
 // proxyBase is the RM web address's proxy prefix, where the tracking URL
 // points until the AM names its own.
-func appReport(a *records.Application, proxyBase string) *yarnpb.ApplicationReportProto {
+// queuePath is the full path of the application's queue (rm.Manager.QueuePath).
+func appReport(a *records.Application, queuePath, proxyBase string) *yarnpb.ApplicationReportProto {
 	rpcPort := a.RPCPort
 	if a.Host == "" {
 		rpcPort = -1
 	}
 	r := &yarnpb.ApplicationReportProto{
-		ApplicationId: appIDProto(a.ID), User: proto.String(a.User), Queue: proto.String(a.Queue), Name: proto.String(a.Name),
+		ApplicationId: appIDProto(a.ID), User: proto.String(a.User), Queue: proto.String(queuePath), Name: proto.String(a.Name),
 		Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(rpcPort),
 		YarnApplicationState: appStateProto(a.State), TrackingUrl: proto.String(proxyBase + a.ID.String() + "/"),
 		Diagnostics: proto.String(a.Diagnostics), StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
@@ -222,7 +223,7 @@ func (s *Service) queueInfo(snap *state.Snapshot, q *records.Queue, withApps, wi
 	}
 	if withApps {
 		for _, a := range apps {
-			info.Applications = append(info.Applications, appReport(a, s.proxyBase))
+			info.Applications = append(info.Applications, appReport(a, q.Path, s.proxyBase))
 		}
 	}
 	if withChildren {

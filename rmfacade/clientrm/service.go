@@ -154,7 +154,7 @@ func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetAppli
 	if err != nil {
 		return nil, err
 	}
-	report := appReport(a, s.proxyBase)
+	report := appReport(a, s.mgr.QueuePath(a.Queue), s.proxyBase)
 	// The owner of an unmanaged AM runs it itself, so it gets the AMRMToken
 	// here while the attempt waits for it (LAUNCHED), as in YARN.
 	if a.UnmanagedAM && s.amTokens != nil && user(ctx) == a.User {
@@ -174,6 +174,13 @@ func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicatio
 		Name: req.GetName(), StartedBegin: req.GetStartBegin(), StartedEnd: req.GetStartEnd(),
 		FinishedBegin: req.GetFinishBegin(), FinishedEnd: req.GetFinishEnd(), Limit: int(min(req.GetLimit(), 1<<31-1)),
 	}
+	// A queue is named by its leaf name or its full path (reports give the
+	// path, so the path must find them too).
+	for i, name := range f.Queues {
+		if q, ok := s.mgr.Queues().Queue(name); ok {
+			f.Queues[i] = q.Name
+		}
+	}
 	// Values outside the enum are dropped, as Java's protobuf drops them;
 	// none left is every state.
 	for _, st := range req.GetApplicationStates() {
@@ -186,7 +193,7 @@ func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicatio
 	}
 	resp := &yarnpb.GetApplicationsResponseProto{}
 	for _, a := range s.mgr.Snapshot().Applications(f) {
-		resp.Applications = append(resp.Applications, appReport(a, s.proxyBase))
+		resp.Applications = append(resp.Applications, appReport(a, s.mgr.QueuePath(a.Queue), s.proxyBase))
 	}
 	return resp, nil
 }

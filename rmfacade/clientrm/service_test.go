@@ -126,7 +126,7 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.GetApplicationReport()
-	if r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED || r.GetUser() != "alice" || r.GetQueue() != "default" ||
+	if r.GetYarnApplicationState() != yarnpb.YarnApplicationStateProto_ACCEPTED || r.GetUser() != "alice" || r.GetQueue() != "root.default" ||
 		r.GetName() != "sleeper" || r.GetApplicationType() != "MAPREDUCE" || r.GetPriority().GetPriority() != 5 ||
 		r.GetCurrentApplicationAttemptId().GetAttemptId() != 1 || len(r.GetApplicationTags()) != 1 || r.GetApplicationTags()[0] != "nightly" {
 		t.Fatalf("report %v", r)
@@ -139,6 +139,7 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 	}{
 		{"all", &yarnpb.GetApplicationsRequestProto{}, 2},
 		{"queue", &yarnpb.GetApplicationsRequestProto{Queues: []string{"prod"}}, 1},
+		{"queue by path", &yarnpb.GetApplicationsRequestProto{Queues: []string{"root.prod"}}, 1},
 		{"tag", &yarnpb.GetApplicationsRequestProto{ApplicationTags: []string{"nightly"}}, 1},
 		{"type", &yarnpb.GetApplicationsRequestProto{ApplicationTypes: []string{"mapreduce"}}, 2},
 		{"running", &yarnpb.GetApplicationsRequestProto{ApplicationStates: []yarnpb.YarnApplicationStateProto{yarnpb.YarnApplicationStateProto_RUNNING}}, 0},

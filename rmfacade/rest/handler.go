@@ -25,7 +25,10 @@ const HadoopVersion = "3.4.1"
 
 // Options configures the handler.
 type Options struct {
-	Logger *slog.Logger
+	// WebAddr is the RM's web address as clients reach it, for the
+	// tracking URLs through its proxy (empty: the AM's own URLs).
+	WebAddr string
+	Logger  *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Metrics, when set, serves Prometheus metrics at /prom (where
@@ -278,11 +281,7 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 	if end == 0 {
 		end = h.opts.Now().UnixMilli()
 	}
-	queue := a.Queue
-	if q, ok := h.mgr.Queues().Queue(a.Queue); ok {
-		queue = q.Path // Hadoop 3.4 reports the queue's full path
-	}
-	info := &dao.AppInfo{ID: a.ID.String(), User: a.User, Name: a.Name, Queue: queue, State: string(a.State),
+	info := &dao.AppInfo{ID: a.ID.String(), User: a.User, Name: a.Name, Queue: h.mgr.QueuePath(a.Queue), State: string(a.State),
 		FinalStatus: string(a.FinalStatus), Progress: dao.Float32(a.Progress * 100), TrackingUI: "UNASSIGNED", Diagnostics: a.Diagnostics,
 		ClusterID: a.ID.ClusterTimestamp, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","), Priority: a.Priority,
 		StartedTime: a.StartTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishTime, ElapsedTime: end - a.StartTime,
@@ -319,13 +318,33 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 		// A finished application holds nothing; the RM reports -1.
 		info.AllocatedMB, info.AllocatedVCores, info.ReservedMB, info.ReservedVCores, info.RunningContainers = -1, -1, -1, -1, -1
 	}
-	switch {
-	case a.State.Terminal() && a.TrackingURL != "":
-		info.TrackingUI, info.TrackingURL = "History", a.TrackingURL
-	case a.TrackingURL != "":
-		info.TrackingUI, info.TrackingURL = "ApplicationMaster", a.TrackingURL
-	}
+	info.TrackingUI, info.TrackingURL = h.tracking(a)
 	return info
+}
+
+// tracking is an application's tracking UI and URL as a 3.4 RM gives
+// them: none ("UNASSIGNED") until an AM registers; then the RM's proxy
+// for it ("ApplicationMaster", "History" once it ended), which forwards
+// to what the AM named; for one that ended without an AM, the RM's own
+// page. An unmanaged AM's URL is its own.
+func (h *handler) tracking(a *records.Application) (ui, url string) {
+	registered := a.LaunchTime != 0 || a.OriginalTrackingURL != ""
+	ui = "ApplicationMaster"
+	if a.State.Terminal() {
+		ui = "History"
+	}
+	switch {
+	case h.opts.WebAddr == "" || a.UnmanagedAM:
+		if a.TrackingURL == "" {
+			return "UNASSIGNED", ""
+		}
+		return ui, a.TrackingURL
+	case registered:
+		return ui, "http://" + h.opts.WebAddr + "/proxy/" + a.ID.String() + "/"
+	case a.State.Terminal():
+		return ui, "http://" + h.opts.WebAddr + "/cluster/app/" + a.ID.String()
+	}
+	return "UNASSIGNED", ""
 }
 
 // appFilter parses the /apps query as YARN does, rejecting bad values.
@@ -442,10 +461,7 @@ func priorityView(a *records.Application) any { return &dao.AppPriority{Priority
 
 // queueView answers with the queue's full path, as Hadoop 3.4 does.
 func (h *handler) queueView(a *records.Application) any {
-	if q, ok := h.mgr.Queues().Queue(a.Queue); ok {
-		return &dao.AppQueue{Queue: q.Path}
-	}
-	return &dao.AppQueue{Queue: a.Queue}
+	return &dao.AppQueue{Queue: h.mgr.QueuePath(a.Queue)}
 }
 
 // appView serves GET of one application field.

@@ -295,3 +295,34 @@ func TestHTTPMethodsAndLimits(t *testing.T) {
 		t.Fatalf("info after: %d", resp.StatusCode)
 	}
 }
+
+// TestTracking follows a 3.4 RM's tracking UI and URL through an
+// application's life (testdata/rm-3.4.1: app-accepted, app-running,
+// app-finished, app-killed).
+func TestTracking(t *testing.T) {
+	h := &handler{opts: Options{WebAddr: "rm:8088"}}
+	id := records.ApplicationID{ClusterTimestamp: 1795404800970, ID: 2}
+	cases := []struct {
+		name    string
+		app     records.Application
+		ui, url string
+	}{
+		{"accepted", records.Application{State: records.AppAccepted}, "UNASSIGNED", ""},
+		{"running", records.Application{State: records.AppRunning, LaunchTime: 1, OriginalTrackingURL: "http://am:1234"},
+			"ApplicationMaster", "http://rm:8088/proxy/application_1795404800970_0002/"},
+		{"running, no URL of its own", records.Application{State: records.AppRunning, LaunchTime: 1},
+			"ApplicationMaster", "http://rm:8088/proxy/application_1795404800970_0002/"},
+		{"finished", records.Application{State: records.AppFinished, LaunchTime: 1, TrackingURL: "http://history/job"},
+			"History", "http://rm:8088/proxy/application_1795404800970_0002/"},
+		{"killed before an AM ran", records.Application{State: records.AppKilled},
+			"History", "http://rm:8088/cluster/app/application_1795404800970_0002"},
+		{"unmanaged AM", records.Application{State: records.AppRunning, UnmanagedAM: true, LaunchTime: 1, TrackingURL: "http://client:9"},
+			"ApplicationMaster", "http://client:9"},
+	}
+	for _, c := range cases {
+		c.app.ID = id
+		if ui, url := h.tracking(&c.app); ui != c.ui || url != c.url {
+			t.Errorf("%s: %s %q, want %s %q", c.name, ui, url, c.ui, c.url)
+		}
+	}
+}

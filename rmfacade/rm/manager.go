@@ -97,6 +97,17 @@ func (m *Manager) Snapshot() *state.Snapshot { return m.store.Snapshot() }
 // Queues returns the queue tree.
 func (m *Manager) Queues() Queues { return *m.queues.Load() }
 
+// QueuePath is the full path of the queue an application names ("default"
+// → "root.default"), or the name itself when the tree no longer has it.
+// Hadoop 3.4 reports an application's queue as its full path in every view:
+// the client protocol's application report, the AM's registration, REST.
+func (m *Manager) QueuePath(name string) string {
+	if q, ok := m.Queues().Queue(name); ok {
+		return q.Path
+	}
+	return name
+}
+
 // SetQueues replaces the queue tree, as YARN's refreshQueues does.
 // Applications keep their queue names; one in a queue that no longer
 // exists keeps running and can be moved.

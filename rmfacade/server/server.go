@@ -292,7 +292,7 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
-	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger,
+	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
 		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
 	if s.cfg.LocalNode {
 		return s.registerLocalNode()

@@ -31,7 +31,7 @@ var _ = Describe("ApplicationMasters against weft-rm", func() {
 			}
 			Expect(json.Unmarshal([]byte(out), &r)).To(Succeed(), out)
 			Expect(r.TokenKind).To(Equal("YARN_AM_RM_TOKEN"))
-			Expect(r.RegisteredQueue).To(Equal("default"))
+			Expect(r.RegisteredQueue).To(Equal("root.default")) // the full path, as Hadoop 3.4
 			Expect(r.MaxMemoryMB).To(Equal(8192))
 			Expect(r.StateWhileRegistered).To(Equal("RUNNING"))
 			Expect(r.ClusterNodes).To(Equal(1))

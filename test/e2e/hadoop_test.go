@@ -59,7 +59,7 @@ var _ = Describe("Hadoop clients against weft-rm", func() {
 				s := submit(ctx, "--name", "wordcount", "--type", "MAPREDUCE", "--tags", "Nightly,etl", "--am-memory", "1536")
 				Expect(s.State).To(Equal("ACCEPTED"))
 				Expect(s.FinalStatus).To(Equal("UNDEFINED"))
-				Expect(s.Queue).To(Equal("default"))
+				Expect(s.Queue).To(Equal("root.default")) // the full path, as Hadoop 3.4 reports it
 				Expect(s.User).To(Equal("alice"))
 				Expect(s.Type).To(Equal("MAPREDUCE"))
 				Expect(s.Tags).To(ConsistOf("nightly", "etl"))
@@ -70,13 +70,13 @@ var _ = Describe("Hadoop clients against weft-rm", func() {
 				s := submit(ctx, "--name", "to-kill")
 				list := yarn(ctx, "application", "-list", "-appStates", "ALL")
 				Expect(list).To(MatchRegexp(`Total number of applications .*:\d+`))
-				Expect(list).To(MatchRegexp(s.ApplicationID + `\s+to-kill\s+YARN\s+alice\s+default\s+ACCEPTED\s+UNDEFINED`))
+				Expect(list).To(MatchRegexp(s.ApplicationID + `\s+to-kill\s+YARN\s+alice\s+root.default\s+ACCEPTED\s+UNDEFINED`))
 
 				status := yarn(ctx, "application", "-status", s.ApplicationID)
 				Expect(status).To(ContainSubstring("Application-Id : " + s.ApplicationID))
 				Expect(status).To(ContainSubstring("Application-Name : to-kill"))
 				Expect(status).To(ContainSubstring("State : ACCEPTED"))
-				Expect(status).To(ContainSubstring("Queue : default"))
+				Expect(status).To(ContainSubstring("Queue : root.default"))
 
 				Expect(yarn(ctx, "application", "-kill", s.ApplicationID)).To(ContainSubstring("Killing application " + s.ApplicationID))
 				status = yarn(ctx, "application", "-status", s.ApplicationID)
