@@ -99,8 +99,9 @@ func orNA(s string) string {
 // appReport renders an application as YARN's ApplicationReport.
 // proxyBase is the RM web address's proxy prefix, where the tracking URL
 // points until the AM names its own.
-// queuePath is the full path of the application's queue (rm.Manager.QueuePath).
-func appReport(a *records.Application, queuePath, proxyBase string) *yarnpb.ApplicationReportProto {
+// queuePath is the full path of the application's queue (rm.Manager.QueuePath),
+// u what its containers hold and held.
+func appReport(a *records.Application, queuePath string, u records.Usage, proxyBase string) *yarnpb.ApplicationReportProto {
 	rpcPort := a.RPCPort
 	if a.Host == "" {
 		rpcPort = -1
@@ -116,9 +117,9 @@ func appReport(a *records.Application, queuePath, proxyBase string) *yarnpb.Appl
 		UnmanagedApplication: proto.Bool(a.UnmanagedAM), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(a.Priority)},
 		LogAggregationStatus: yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum(),
 		AppResource_Usage: &yarnpb.ApplicationResourceUsageReportProto{
-			NumUsedContainers: proto.Int32(0), NumReservedContainers: proto.Int32(0),
-			UsedResources: resourceProto(records.Resource{}), ReservedResources: resourceProto(records.Resource{}),
-			NeededResources: resourceProto(records.Resource{}), MemorySeconds: proto.Int64(0), VcoreSeconds: proto.Int64(0),
+			NumUsedContainers: proto.Int32(u.Containers), NumReservedContainers: proto.Int32(0),
+			UsedResources: resourceProto(u.Allocated), ReservedResources: resourceProto(records.Resource{}),
+			NeededResources: resourceProto(u.Allocated), MemorySeconds: proto.Int64(u.MemorySeconds), VcoreSeconds: proto.Int64(u.VcoreSeconds),
 		},
 	}
 	if a.CurrentAttempt > 0 {
@@ -223,7 +224,7 @@ func (s *Service) queueInfo(snap *state.Snapshot, q *records.Queue, withApps, wi
 	}
 	if withApps {
 		for _, a := range apps {
-			info.Applications = append(info.Applications, appReport(a, q.Path, s.proxyBase))
+			info.Applications = append(info.Applications, appReport(a, q.Path, s.usage(snap, a), s.proxyBase))
 		}
 	}
 	if withChildren {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -140,6 +141,11 @@ func (s *Service) submitApplication(ctx context.Context, req *yarnpb.SubmitAppli
 	return &yarnpb.SubmitApplicationResponseProto{}, nil
 }
 
+// usage is what an application's containers hold and held, now.
+func (s *Service) usage(snap *state.Snapshot, a *records.Application) records.Usage {
+	return records.UsageOf(snap.ContainersOfApp(a.ID), time.Now().UnixMilli())
+}
+
 func (s *Service) application(req interface {
 	GetApplicationId() *yarnpb.ApplicationIdProto
 }) (*records.Application, error) {
@@ -154,7 +160,7 @@ func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetAppli
 	if err != nil {
 		return nil, err
 	}
-	report := appReport(a, s.mgr.QueuePath(a.Queue), s.proxyBase)
+	report := appReport(a, s.mgr.QueuePath(a.Queue), s.usage(s.mgr.Snapshot(), a), s.proxyBase)
 	// The owner of an unmanaged AM runs it itself, so it gets the AMRMToken
 	// here while the attempt waits for it (LAUNCHED), as in YARN.
 	if a.UnmanagedAM && s.amTokens != nil && user(ctx) == a.User {
@@ -192,8 +198,9 @@ func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicatio
 		f.Users = []string{user(ctx)}
 	}
 	resp := &yarnpb.GetApplicationsResponseProto{}
-	for _, a := range s.mgr.Snapshot().Applications(f) {
-		resp.Applications = append(resp.Applications, appReport(a, s.mgr.QueuePath(a.Queue), s.proxyBase))
+	snap := s.mgr.Snapshot()
+	for _, a := range snap.Applications(f) {
+		resp.Applications = append(resp.Applications, appReport(a, s.mgr.QueuePath(a.Queue), s.usage(snap, a), s.proxyBase))
 	}
 	return resp, nil
 }

@@ -264,3 +264,34 @@ type DelegationToken struct {
 
 // Key is the token's primary key in the store.
 func (t *DelegationToken) Key() string { return fmt.Sprintf("%010d", t.Sequence) }
+
+// Usage is what an application holds and has held.
+type Usage struct {
+	// Containers counts its live (not complete) containers, the AM's too;
+	// Allocated is their resources.
+	Containers int32
+	Allocated  Resource
+	// MemorySeconds (MB·s) and VcoreSeconds are what its containers held
+	// over time, each from its allocation to its completion or now.
+	MemorySeconds, VcoreSeconds int64
+}
+
+// UsageOf sums an application's containers at nowMs (epoch ms), as YARN's
+// RMAppAttemptMetrics aggregates resource seconds and counts live
+// containers.
+func UsageOf(containers []*Container, nowMs int64) Usage {
+	var u Usage
+	for _, c := range containers {
+		end := c.FinishTime
+		if c.State != ContainerComplete {
+			u.Containers++
+			u.Allocated = u.Allocated.Add(c.Resource)
+			end = nowMs
+		}
+		if held := end - c.StartTime; c.StartTime > 0 && held > 0 {
+			u.MemorySeconds += c.Resource.MemoryMB * held / 1000
+			u.VcoreSeconds += int64(c.Resource.VCores) * held / 1000
+		}
+	}
+	return u
+}

@@ -286,12 +286,16 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 		ClusterID: a.ID.ClusterTimestamp, ApplicationType: a.Type, ApplicationTags: strings.Join(a.Tags, ","), Priority: a.Priority,
 		StartedTime: a.StartTime, LaunchTime: a.LaunchTime, FinishedTime: a.FinishTime, ElapsedTime: end - a.StartTime,
 		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM,
-		ResourceSecondsMap:          dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
-	// Preemption victims (notified or killed), as the RM counts them.
 	snap := h.mgr.Snapshot()
-	for _, c := range snap.ContainersOfApp(a.ID) {
+	containers := snap.ContainersOfApp(a.ID)
+	u := records.UsageOf(containers, h.opts.Now().UnixMilli())
+	info.RunningContainers, info.AllocatedMB, info.AllocatedVCores = u.Containers, u.Allocated.MemoryMB, int64(u.Allocated.VCores)
+	info.MemorySeconds, info.VcoreSeconds = u.MemorySeconds, u.VcoreSeconds
+	info.ResourceSecondsMap = dao.LongMap{{Key: "memory-mb", Value: u.MemorySeconds}, {Key: "vcores", Value: u.VcoreSeconds}}
+	// Preemption victims (notified or killed), as the RM counts them.
+	for _, c := range containers {
 		if c.PreemptDeadline == 0 {
 			continue
 		}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"regexp"
 	"time"
 
@@ -40,6 +42,24 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		// restart: the resynced AM must be heard.
 		job := y.sleepJob(ctx, "-m", "2", "-r", "1", "-mt", "30000", "-rt", "1000")
 		app := job.waitRunning(ctx, y, 3)
+		// While it runs, REST reports what it holds, as a 3.4 RM does.
+		var report struct {
+			App struct {
+				RunningContainers      int32
+				AllocatedMB            int64
+				MemorySeconds          int64
+				TrackingUI, TrackingURL string
+			}
+		}
+		resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + app)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(json.NewDecoder(resp.Body).Decode(&report)).To(Succeed())
+		resp.Body.Close()
+		Expect(report.App.RunningContainers).To(BeNumerically(">=", 3))
+		Expect(report.App.AllocatedMB).To(BeNumerically(">=", 768+2*512))
+		Expect(report.App.TrackingUI).To(Equal("ApplicationMaster"))
+		Expect(report.App.TrackingURL).To(Equal("http://" + y.rm.WebAddr + "/proxy/" + app + "/"))
+
 		before := map[string]types.UID{}
 		for _, p := range y.appPods(ctx, app) {
 			before[p.Name] = p.UID
