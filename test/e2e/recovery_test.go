@@ -45,9 +45,9 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		// While it runs, REST reports what it holds, as a 3.4 RM does.
 		var report struct {
 			App struct {
-				RunningContainers      int32
-				AllocatedMB            int64
-				MemorySeconds          int64
+				RunningContainers       int32
+				AllocatedMB             int64
+				MemorySeconds           int64
 				TrackingUI, TrackingURL string
 			}
 		}
