@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz bench run run-embedded deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded deploy images deps clean
 
 all: build
 
@@ -46,6 +46,21 @@ e2e-test: build
 # Short fuzzing pass over the wire parsers (seed corpora are committed).
 fuzz:
 	$(GO) test ./rmfacade/ipc -run '^$$' -fuzz FuzzReadFrame -fuzztime 30s
+
+# Every fuzz target for FUZZ_TIME each: the wire parsers, and arbitrary
+# requests of the client, AM and NodeManager protocols into their real
+# handlers. Prints each target's executions; a crash stops it, and the
+# input that caused it is kept under the package's testdata/fuzz as seed
+# corpus (commit it with the fix).
+FUZZ_TIME ?= 5m
+FUZZ_TARGETS := ./rmfacade/ipc:FuzzReadFrame ./rmfacade/ipc:FuzzConnection ./rmfacade/clientrm:FuzzClientProtocol \
+	./rmfacade/amrm:FuzzAMProtocol ./bigdataplugin/nodemanager:FuzzNMProtocol
+fuzz-long:
+	@total=0; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  out=$$($(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_TIME) 2>&1) || { echo "$$out" | tail -40; exit 1; }; \
+	  n=$$(echo "$$out" | grep -o 'execs: [0-9]*' | tail -1 | grep -o '[0-9]*'); \
+	  echo "$$fn: $$n executions, no crash"; total=$$((total + n)); \
+	done; echo "total: $$total executions over $(words $(FUZZ_TARGETS)) targets, 0 crashes"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rmfacade/...

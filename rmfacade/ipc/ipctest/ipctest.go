@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sort"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/weft-sh/weft/rmfacade/ipc"
 )
@@ -51,4 +54,49 @@ func Dial(t testing.TB, addr string, opts ipc.ClientOptions) (*ipc.Client, error
 		t.Cleanup(func() { c.Close() })
 	}
 	return c, err
+}
+
+// FuzzMethods fuzzes every method of svc as the server would call it: the
+// fuzzer's bytes are decoded into the method's request type and handed to
+// its real handler, with one of callers as the call's caller. The first
+// argument picks the method and the caller; seeds are each method's empty
+// request and, from seeds, encoded requests by method name. A handler must
+// answer or fail: a panic or a call running past 10 s fails the target.
+func FuzzMethods(f *testing.F, svc *ipc.Service, callers []*ipc.Caller, seeds map[string][]proto.Message) {
+	names := make([]string, 0, len(svc.Methods))
+	for name := range svc.Methods {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		f.Add(uint16(i), []byte{})
+		for _, m := range seeds[name] {
+			b, err := proto.Marshal(m)
+			if err != nil {
+				f.Fatal(err)
+			}
+			for c := range callers {
+				f.Add(uint16(c*len(names)+i), b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, pick uint16, payload []byte) {
+		m := svc.Methods[names[int(pick)%len(names)]]
+		req := m.NewRequest()
+		if err := proto.Unmarshal(payload, req); err != nil {
+			return // the server answers a frame it cannot decode before any handler
+		}
+		ctx, cancel := context.WithTimeout(ipc.WithCaller(context.Background(), callers[int(pick)/len(names)%len(callers)]), 10*time.Second)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.Handle(ctx, req)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not answer in 10 s", names[int(pick)%len(names)])
+		}
+	})
 }

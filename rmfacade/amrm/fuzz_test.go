@@ -1,0 +1,62 @@
+package amrm
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/allocator"
+	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// FuzzAMProtocol decodes arbitrary bytes into every request of
+// ApplicationMasterProtocol and calls the real handler, as the AM of a live
+// attempt (with a node to grant on), of an unknown one, and as a caller
+// without an AMRMToken (make fuzz-long).
+func FuzzAMProtocol(f *testing.F) {
+	st, err := state.OpenMemory()
+	if err != nil {
+		f.Fatal(err)
+	}
+	tree, _ := quota.NewTree(quota.DefaultQueues)
+	mgr := rm.New(st, tree, rm.Options{Logger: ipctest.Quiet})
+	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
+	alloc := allocator.New(mgr, allocator.Options{Logger: ipctest.Quiet})
+	svc := New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))})
+	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 1 << 20, VCores: 1024}}); err != nil {
+		f.Fatal(err)
+	}
+	id := mgr.NewApplicationID()
+	if err := mgr.Submit(context.Background(), rm.Submission{ID: id, User: "alice", UnmanagedAM: true}); err != nil {
+		f.Fatal(err)
+	}
+	live := records.AttemptID{App: id, ID: 1}
+	identity := func(a records.AttemptID) []byte {
+		tok, err := tokens.Issue(a)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return tok.GetIdentifier()
+	}
+	ask := &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(2)}
+	ipctest.FuzzMethods(f, svc.Service(), []*ipc.Caller{
+		{User: live.String(), Auth: ipc.AuthToken, TokenIdentifier: identity(live)},
+		{User: "gone", Auth: ipc.AuthToken, TokenIdentifier: identity(records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1, ID: 9}, ID: 1})},
+		{User: "alice", Auth: ipc.AuthSimple},
+	}, map[string][]proto.Message{
+		"registerApplicationMaster": {&yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1)}},
+		"allocate": {&yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask}},
+			&yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Release: []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(records.ContainerID{Attempt: live, ID: 2})}}},
+		"finishApplicationMaster": {&yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}},
+	})
+}
