@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sort"
 	"strings"
 	"time"
 
@@ -147,14 +148,14 @@ func (p routePrefix) HandleFunc(path string, f http.HandlerFunc) *mux.Route {
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
-// remoteUser is the caller under simple HTTP authentication: the
-// user.name query parameter, as Hadoop's PseudoAuthenticationHandler reads it.
 // staticUser is who a request naming no user acts as: Hadoop's
 // StaticUserWebFilter (hadoop.http.staticuser.user) names anonymous
 // requests so on an RM without Kerberos.
 const staticUser = "dr.who"
 
-// remoteUser is the request's user: its user.name, or staticUser. Weft's
+// remoteUser is the caller under simple HTTP authentication: the
+// user.name query parameter, as Hadoop's PseudoAuthenticationHandler reads
+// it, or staticUser. Weft's
 // ACLs then decide what it may do, as an RM's with yarn.acl.enable.
 func remoteUser(r *http.Request) string {
 	if u := r.URL.Query().Get("user.name"); u != "" {
@@ -216,6 +217,13 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.AvailableMB, m.AvailableVirtualCores = m.TotalMB-m.AllocatedMB, m.TotalVirtualCores-m.AllocatedVirtualCores
+	// The CapacityScheduler's totals over all partitions: Weft has the one
+	// default partition, so they are the cluster's.
+	m.CrossPartitionMetricsAvailable = true
+	m.TotalUsedResourcesAcrossPartition = dao.NewResource(m.AllocatedMB, int32(m.AllocatedVirtualCores))
+	m.TotalClusterResourcesAcrossPartition = dao.NewResource(m.TotalMB, int32(m.TotalVirtualCores))
+	m.TotalReservedResourcesAcrossPartition = dao.NewResource(0, 0)
+	m.TotalAllocatedContainersAcrossPartition = m.ContainersAllocated
 	dao.Write(w, r, http.StatusOK, &m)
 }
 
@@ -229,51 +237,142 @@ func (h *handler) scheduler(w http.ResponseWriter, r *http.Request) {
 	info := &dao.CapacitySchedulerInfo{Capacity: dao.Float32(root.Capacity), MaxCapacity: dao.Float32(root.MaxCapacity),
 		QueueName: root.Name, QueuePath: root.Path, MaxParallelApps: 2147483647,
 		Queues: &dao.CapacitySchedulerQueueInfoList{}}
+	v := queueView{snap: snap, nowMs: h.opts.Now().UnixMilli()}
+	for _, n := range snap.Nodes(records.NodeRunning) {
+		v.cluster = v.cluster.Add(n.Capability)
+	}
 	for _, path := range root.Children {
 		if child, ok := h.mgr.Queues().Queue(path); ok {
-			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(snap, child, 1))
+			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(v, child, 1))
 		}
 	}
 	dao.Write(w, r, http.StatusOK, &dao.SchedulerTypeInfo{SchedulerInfo: info})
 }
 
-// queueInfo renders a queue subtree; parentAbs is the parent's absolute
-// capacity as a fraction of the cluster.
-func (h *handler) queueInfo(snap *state.Snapshot, q *records.Queue, parentAbs float32) *dao.CapacitySchedulerQueueInfo {
+// queueView is what a queue subtree holds, for its scheduler page.
+type queueView struct {
+	snap *state.Snapshot
+	// cluster is the running nodes' capacity; now the usage instant.
+	cluster records.Resource
+	nowMs   int64
+}
+
+// queueInfo renders a queue subtree as the CapacityScheduler does;
+// parentAbs is the parent's absolute capacity as a fraction of the
+// cluster. Used capacities are by memory, as its default resource
+// calculator measures them.
+func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *dao.CapacitySchedulerQueueInfo {
 	abs := parentAbs * q.Capacity / 100
 	info := &dao.CapacitySchedulerQueueInfo{Capacity: dao.Float32(q.Capacity), MaxCapacity: dao.Float32(q.MaxCapacity),
 		AbsoluteCapacity: dao.Float32(abs * 100), AbsoluteMaxCapacity: dao.Float32(parentAbs * q.MaxCapacity),
-		QueueName: q.Name, QueuePath: q.Path, State: q.State, MaxParallelApps: 2147483647, QueueType: "parent",
-		ResourcesUsed: dao.NewResourceInfo(0, 0)}
-	if !q.Leaf() {
+		QueueName: q.Name, QueuePath: q.Path, State: q.State, MaxParallelApps: 2147483647, QueueType: "parent"}
+	max := h.mgr.MaximumAllocation()
+	info.MaximumAllocation = dao.NewResourceInfo(max.MemoryMB, max.VCores)
+	info.QueueAcls = dao.QueueAclsInfo{QueueACL: []dao.QueueAclInfo{{AccessType: "ADMINISTER_QUEUE", AccessControlList: aclOrNone(q.AdminACL)},
+		{AccessType: "APPLICATION_MAX_PRIORITY", AccessControlList: "*"}, {AccessType: "SUBMIT_APP", AccessControlList: aclOrNone(q.SubmitACL)}}}
+	var used, amUsed records.Resource
+	var leaf *dao.LeafQueueInfo
+	if q.Leaf() {
+		leaf = &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
+			IntraQueuePreemptionDisabled: true}
+		if q.UserLimitPercent > 0 {
+			leaf.UserLimit = dao.Float32(q.UserLimitPercent)
+		}
+		users := map[string]*dao.UserInfo{}
+		var names []string
+		for _, a := range v.snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
+			if a.State.Terminal() {
+				continue
+			}
+			info.NumApplications++
+			u := users[a.User]
+			if u == nil {
+				u = &dao.UserInfo{Username: a.User, UserWeight: 1}
+				users[a.User] = u
+				names = append(names, a.User)
+			}
+			if a.State == records.AppRunning {
+				leaf.NumActiveApplications++
+				u.NumActiveApplications++
+				u.IsActive = true
+			} else {
+				leaf.NumPendingApplications++
+				u.NumPendingApplications++
+			}
+			containers := v.snap.ContainersOfApp(a.ID)
+			au := records.UsageOf(containers, v.nowMs)
+			used = used.Add(au.Allocated)
+			info.AllocatedContainers += int64(au.Containers)
+			leaf.NumContainers += au.Containers
+			var am records.Resource
+			for _, c := range containers {
+				if c.ID.ID == 1 && c.State != records.ContainerComplete {
+					am = am.Add(c.Resource)
+				}
+			}
+			amUsed = amUsed.Add(am)
+			u.ResourcesUsed = dao.NewResourceInfo(u.ResourcesUsed.Memory+au.Allocated.MemoryMB, u.ResourcesUsed.VCores+au.Allocated.VCores)
+			u.AMResourceUsed = dao.NewResourceInfo(u.AMResourceUsed.Memory+am.MemoryMB, u.AMResourceUsed.VCores+am.VCores)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			u := users[name]
+			u.Resources = partitionUsage(records.Resource{MemoryMB: u.ResourcesUsed.Memory, VCores: u.ResourcesUsed.VCores},
+				records.Resource{MemoryMB: u.AMResourceUsed.Memory, VCores: u.AMResourceUsed.VCores})
+			leaf.Users.User = append(leaf.Users.User, *u)
+		}
+		info.QueueType, info.LeafQueueInfo = "leaf", leaf
+	} else {
 		info.Queues = &dao.CapacitySchedulerQueueInfoList{}
 		for _, path := range q.Children {
 			if child, ok := h.mgr.Queues().Queue(path); ok {
-				ci := h.queueInfo(snap, child, abs)
+				ci := h.queueInfo(v, child, abs)
 				info.NumApplications += ci.NumApplications
+				info.AllocatedContainers += ci.AllocatedContainers
+				used = used.Add(records.Resource{MemoryMB: ci.ResourcesUsed.Memory, VCores: ci.ResourcesUsed.VCores})
 				info.Queues.Queue = append(info.Queues.Queue, ci)
 			}
 		}
-		return info
 	}
-	leaf := &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
-		IntraQueuePreemptionDisabled: true}
-	if q.UserLimitPercent > 0 {
-		leaf.UserLimit = dao.Float32(q.UserLimitPercent)
-	}
-	for _, a := range snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
-		if a.State.Terminal() {
-			continue
-		}
-		info.NumApplications++
-		if a.State == records.AppRunning {
-			leaf.NumActiveApplications++
-		} else {
-			leaf.NumPendingApplications++
+	info.ResourcesUsed = dao.NewResourceInfo(used.MemoryMB, used.VCores)
+	if v.cluster.MemoryMB > 0 {
+		info.AbsoluteUsedCapacity = dao.Float32(float32(used.MemoryMB) / float32(v.cluster.MemoryMB) * 100)
+		if abs > 0 {
+			info.UsedCapacity = dao.Float32(float32(used.MemoryMB) / (abs * float32(v.cluster.MemoryMB)) * 100)
 		}
 	}
-	info.QueueType, info.LeafQueueInfo = "leaf", leaf
+	info.Capacities = dao.QueueCapacitiesInfo{QueueCapacitiesByPartition: []dao.PartitionQueueCapacitiesInfo{{
+		Capacity: info.Capacity, UsedCapacity: info.UsedCapacity, MaxCapacity: info.MaxCapacity, AbsoluteCapacity: info.AbsoluteCapacity,
+		AbsoluteUsedCapacity: info.AbsoluteUsedCapacity, AbsoluteMaxCapacity: info.AbsoluteMaxCapacity, MaxAMLimitPercentage: 10,
+		Weight: -1, NormalizedWeight: 0,
+		ConfiguredMinResource: dao.NewResourceInfo(0, 0), ConfiguredMaxResource: dao.NewResourceInfo(0, 0),
+		EffectiveMinResource: dao.NewResourceInfo(int64(abs*float32(v.cluster.MemoryMB)), int32(abs*float32(v.cluster.VCores))),
+		EffectiveMaxResource: dao.NewResourceInfo(int64(parentAbs*q.MaxCapacity/100*float32(v.cluster.MemoryMB)),
+			int32(parentAbs*q.MaxCapacity/100*float32(v.cluster.VCores))),
+	}}}
+	if leaf != nil {
+		info.Resources = partitionUsage(used, amUsed)
+	} else {
+		info.Resources = dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
+			Used: info.ResourcesUsed, Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(0, 0)}}}
+	}
 	return info
+}
+
+// partitionUsage is a leaf's or a user's usage in the default partition,
+// the one Weft has.
+func partitionUsage(used, amUsed records.Resource) dao.ResourcesInfo {
+	return dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
+		Used: dao.NewResourceInfo(used.MemoryMB, used.VCores), Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(0, 0),
+		AMUsed: dao.NewResource(amUsed.MemoryMB, amUsed.VCores), AMLimit: dao.NewResource(0, 0), UserAMLimit: dao.NewResource(0, 0)}}}
+}
+
+// aclOrNone is an ACL as the RM lists it: " " for no one.
+func aclOrNone(acl string) string {
+	if acl == "" {
+		return " "
+	}
+	return acl
 }
 
 func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
@@ -294,6 +393,23 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 	info.RunningContainers, info.AllocatedMB, info.AllocatedVCores = u.Containers, u.Allocated.MemoryMB, int64(u.Allocated.VCores)
 	info.MemorySeconds, info.VcoreSeconds = u.MemorySeconds, u.VcoreSeconds
 	info.ResourceSecondsMap = dao.LongMap{{Key: "memory-mb", Value: u.MemorySeconds}, {Key: "vcores", Value: u.VcoreSeconds}}
+	if !a.UnmanagedAM {
+		info.AMNodeLabelExpression = dao.Ptr("") // the default partition, as the RM fills it for a submission over RPC
+	}
+	if !a.State.Terminal() && a.CurrentAttempt > 0 {
+		// Usage by partition while the attempt is in the scheduler: Weft
+		// has the default partition only.
+		var am records.Resource
+		for _, c := range containers {
+			if c.ID.ID == 1 && c.ID.Attempt.ID == a.CurrentAttempt && c.State != records.ContainerComplete {
+				am = c.Resource
+			}
+		}
+		info.ResourceInfo = &dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
+			Used: dao.NewResourceInfo(u.Allocated.MemoryMB, u.Allocated.VCores), Reserved: dao.NewResourceInfo(0, 0),
+			Pending: dao.NewResourceInfo(0, 0), AMUsed: dao.NewResource(am.MemoryMB, am.VCores),
+			AMLimit: dao.NewResource(0, 0), UserAMLimit: dao.NewResource(0, 0)}}}
+	}
 	// Preemption victims (notified or killed), as the RM counts them.
 	for _, c := range containers {
 		if c.PreemptDeadline == 0 {

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -325,4 +326,40 @@ func TestTracking(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", c.name, ui, url, c.ui, c.url)
 		}
 	}
+}
+
+// TestRESTUsage: what a running application holds shows in its report,
+// its queue (used resources, capacity, users) and the cluster totals, as
+// a 3.4 RM reports them (they were 0 and {}).
+func TestRESTUsage(t *testing.T) {
+	srv, mgr := newServer(t)
+	ctx := context.Background()
+	id := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: "default", AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := records.AttemptID{App: id, ID: 1}
+	if err := mgr.AMContainerPlaced(ctx, records.ContainerID{Attempt: attempt, ID: 1}, "n1:8041", "n1:8042", records.Resource{MemoryMB: 1024, VCores: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.RegisterAM(ctx, attempt, "am", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	g := rm.Grant{Node: "n1:8041", Resource: records.Resource{MemoryMB: 2048, VCores: 1}}
+	if _, err := mgr.AllocateContainers(ctx, attempt, []rm.Grant{g, g}); err != nil {
+		t.Fatal(err)
+	}
+	q := "scheduler.schedulerInfo.queues.queue.0."
+	check(t, srv, []exchange{
+		{name: "app", method: "GET", path: "/ws/v1/cluster/apps/" + id.String(), wantStatus: 200, wantJSON: map[string]string{
+			"app.runningContainers": "3", "app.allocatedMB": "5120", "app.allocatedVCores": "3", "app.amNodeLabelExpression": "",
+			"app.resourceInfo.resourceUsagesByPartition.0.used.memory": "5120", "app.resourceInfo.resourceUsagesByPartition.0.amUsed.memory": "1024"}},
+		{name: "queue", method: "GET", path: "/ws/v1/cluster/scheduler", wantStatus: 200, wantJSON: map[string]string{
+			q + "queuePath": "root.default", q + "resourcesUsed.memory": "5120", q + "numContainers": "3", q + "absoluteUsedCapacity": "62.5",
+			q + "users.user.0.username": "alice", q + "users.user.0.resourcesUsed.memory": "5120", q + "users.user.0.AMResourceUsed.memory": "1024",
+			q + "resources.resourceUsagesByPartition.0.used.memory": "5120", q + "capacities.queueCapacitiesByPartition.0.absoluteUsedCapacity": "62.5",
+			q + "maximumAllocation.memory": "8192", q + "queueAcls.queueAcl.0.accessType": "ADMINISTER_QUEUE"}},
+		{name: "metrics", method: "GET", path: "/ws/v1/cluster/metrics", wantStatus: 200, wantJSON: map[string]string{
+			"clusterMetrics.crossPartitionMetricsAvailable": "true", "clusterMetrics.totalClusterResourcesAcrossPartition.memory": "8192"}},
+	})
 }
