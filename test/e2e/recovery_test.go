@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -82,12 +83,10 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 		Expect(y.attempts(ctx, app)).To(Equal(1), "the AM was not restarted")
-		// No task was run twice: the maps that ran across the restart
-		// finished in their pods.
-		out := job.output()
-		Expect(out).To(ContainSubstring("Launched map tasks=2"))
-		Expect(out).NotTo(ContainSubstring("Failed map tasks"))
-		Expect(out).NotTo(ContainSubstring("Killed map tasks"))
+		// No task was run twice: the node started the two maps and the
+		// reducer, nothing more.
+		Expect(strings.Count(y.PluginLogs(), `msg="container started" container=container_`+strings.TrimPrefix(app, "application_"))).
+			To(Equal(3), y.PluginLogs())
 		Expect(y.rm.Logs()).To(ContainSubstring("resync=true"), "the AM re-registered with the restarted RM")
 	}, SpecTimeout(8*time.Minute))
 
