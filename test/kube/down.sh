@@ -26,6 +26,20 @@ if [ -f "$state/containerd.pid" ]; then
   done
   stop containerd
 fi
+# Containers whose containerd is gone already (it died, or was killed with
+# a terminal's process group) still run under their shims: end each shim
+# of this containerd — found by the socket it names — and what it runs.
+sock="$state/containerd/containerd.sock"
+descendants() {
+  local c
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+    descendants "$c"
+    echo "$c"
+  done
+}
+for shim in $(pgrep -f "containerd-shim.* -address $sock" || true); do
+  for p in $(descendants "$shim") "$shim"; do kill -9 "$p" 2>/dev/null || true; done
+done
 for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   if [ -f "$state/$p.pid" ]; then
     pid=$(cat "$state/$p.pid")

@@ -54,7 +54,7 @@ JSON
 
 if ! alive containerd; then
   log "starting containerd ($sock)"
-  nohup containerd --config "$ctrd/config.toml" >"$state/logs/containerd.log" 2>&1 &
+  setsid containerd --config "$ctrd/config.toml" >"$state/logs/containerd.log" 2>&1 </dev/null &
   echo $! > "$state/containerd.pid"
   for _ in $(seq 100); do ctr --address "$sock" version >/dev/null 2>&1 && break; sleep 0.2; done
 fi
@@ -87,9 +87,9 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 YAML
 if ! alive kubelet; then
   log "starting kubelet (node $node)"
-  nohup "$bin/kubelet" --config "$state/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
+  setsid "$bin/kubelet" --config "$state/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
     --root-dir "$state/kubelet/root" --hostname-override "$node" \
-    >"$state/logs/kubelet.log" 2>&1 &
+    >"$state/logs/kubelet.log" 2>&1 </dev/null &
   echo $! > "$state/kubelet.pid"
 fi
 kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }

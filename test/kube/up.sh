@@ -78,11 +78,11 @@ fi
 
 if ! alive etcd; then
   log "starting etcd on 127.0.0.1:$etcd_port"
-  nohup etcd --name weft --data-dir "$state/etcd" \
+  setsid etcd --name weft --data-dir "$state/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((etcd_port + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 10))" \
     --initial-cluster "weft=http://127.0.0.1:$((etcd_port + 10))" \
-    >"$state/logs/etcd.log" 2>&1 &
+    >"$state/logs/etcd.log" 2>&1 </dev/null &
   echo $! > "$state/etcd.pid"
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.2; done
 fi
@@ -93,7 +93,7 @@ fi
 # kubelet listens.
 if ! alive kube-apiserver; then
   log "starting kube-apiserver on 127.0.0.1:$api_port"
-  nohup "$bin/kube-apiserver" \
+  setsid "$bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
@@ -101,7 +101,7 @@ if ! alive kube-apiserver; then
     --service-account-issuer https://kubernetes.default.svc --token-auth-file "$pki/tokens.csv" \
     --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
     --kubelet-preferred-address-types Hostname,InternalIP \
-    >"$state/logs/kube-apiserver.log" 2>&1 &
+    >"$state/logs/kube-apiserver.log" 2>&1 </dev/null &
   echo $! > "$state/kube-apiserver.pid"
 fi
 for _ in $(seq 150); do ready && break; sleep 0.2; done
@@ -132,15 +132,15 @@ KUBECONFIG
 # default scheduler, as the admin: a local test cluster.
 if ! alive kube-controller-manager; then
   log "starting kube-controller-manager"
-  nohup "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+  setsid "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials=false \
-    >"$state/logs/kube-controller-manager.log" 2>&1 &
+    >"$state/logs/kube-controller-manager.log" 2>&1 </dev/null &
   echo $! > "$state/kube-controller-manager.pid"
 fi
 if [ "$with_scheduler" != 0 ] && ! alive kube-scheduler; then
   log "starting kube-scheduler"
-  nohup "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
-    >"$state/logs/kube-scheduler.log" 2>&1 &
+  setsid "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+    >"$state/logs/kube-scheduler.log" 2>&1 </dev/null &
   echo $! > "$state/kube-scheduler.pid"
 fi
 sleep 1
