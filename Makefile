@@ -84,14 +84,19 @@ run:
 HADOOP_CLIENT := $(GO) run ./test/hadoop/cmd/hadoop-client
 run-embedded: build
 	@mkdir -p .weft
+	@if curl -sf -o /dev/null http://127.0.0.1:8088/ws/v1/cluster/info; then \
+	  echo "run-embedded: 127.0.0.1:8088 already answers as a ResourceManager (an earlier weft-rm or make run?): stop it first"; exit 1; fi
 	@$(BIN)/weft-rm --data-dir .weft/data 2>.weft/weft-rm.log & pid=$$!; \
-	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid; exit 0' EXIT INT TERM; \
 	for i in $$(seq 50); do curl -sf http://127.0.0.1:8088/ws/v1/cluster/info >/dev/null && break; sleep 0.2; done; \
 	kill -0 $$pid 2>/dev/null || { cat .weft/weft-rm.log; exit 1; }; \
 	echo "== weft-rm is up; submitting a demo application with Hadoop's own YarnClient"; \
-	$(HADOOP_CLIENT) java sh.weft.interop.SubmitApp --name weft-demo --type MAPREDUCE --tags demo 2>/dev/null; \
+	app=$$($(HADOOP_CLIENT) java sh.weft.interop.SubmitApp --name weft-demo --type MAPREDUCE --tags demo 2>/dev/null | \
+	  sed -n 's/.*"applicationId" *: *"\([^"]*\)".*/\1/p'); \
 	echo "== yarn application -list -appStates ALL"; \
 	$(HADOOP_CLIENT) yarn application -list -appStates ALL 2>/dev/null; \
+	echo "== yarn application -status $$app   (without a cluster it stays ACCEPTED, and says why)"; \
+	$(HADOOP_CLIENT) yarn application -status $$app 2>/dev/null | grep -E 'Application-Id|State|Diagnostics'; \
 	echo "== yarn node -list -all"; \
 	$(HADOOP_CLIENT) yarn node -list -all 2>/dev/null; \
 	echo; echo "Look: REST http://127.0.0.1:8088/ws/v1/cluster/apps   UI http://127.0.0.1:8088/cluster"; \

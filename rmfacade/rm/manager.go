@@ -39,6 +39,11 @@ type Options struct {
 	MinimumAllocation, MaximumAllocation records.Resource
 	// MaxPriority is yarn.cluster.max-application-priority (default 0).
 	MaxPriority int32
+	// NoAMLaunch, when set, says why this RM cannot launch AMs (the
+	// embedded mode without a cluster): an application with a managed AM
+	// is admitted with it as its diagnostics, so its user reads why it
+	// will not start instead of waiting on it.
+	NoAMLaunch string
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -176,6 +181,9 @@ func (m *Manager) Submit(ctx context.Context, s Submission) error {
 		SubmitTime: now, StartTime: now, AMResource: am, MaxAttempts: maxAttempts, UnmanagedAM: s.UnmanagedAM,
 		KeepContainers: s.KeepContainers, CurrentAttempt: 1, SubmissionContext: s.Raw,
 		Diagnostics: "[" + time.UnixMilli(now).UTC().Format(time.ANSIC) + "] Application is Activated, waiting for resources to be assigned for AM.",
+	}
+	if m.opts.NoAMLaunch != "" && !s.UnmanagedAM {
+		app.Diagnostics = m.opts.NoAMLaunch
 	}
 	attempt := &records.Attempt{ID: records.AttemptID{App: s.ID, ID: 1}, State: records.AttemptScheduled,
 		FinalStatus: records.FinalUndefined, StartTime: now}

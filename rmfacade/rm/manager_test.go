@@ -269,3 +269,30 @@ func TestAMPreemptedDoesNotCountTowardsMaxAttempts(t *testing.T) {
 		t.Fatalf("after two failures of its own: %+v", a)
 	}
 }
+
+// TestNoAMLaunchSaysWhy: an RM that cannot launch AMs admits a managed
+// application with the reason as its diagnostics; an unmanaged one, whose
+// owner runs the AM, is told what every RM tells it.
+func TestNoAMLaunchSaysWhy(t *testing.T) {
+	st, err := state.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tree, _ := quota.NewTree(quota.DefaultQueues)
+	m := New(st, tree, Options{NoAMLaunch: "no cluster to run AMs on"})
+	ctx := context.Background()
+	managed, unmanaged := m.NewApplicationID(), m.NewApplicationID()
+	if err := m.Submit(ctx, Submission{ID: managed, User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Submit(ctx, Submission{ID: unmanaged, User: "alice", UnmanagedAM: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := m.Application(managed); a.Diagnostics != "no cluster to run AMs on" {
+		t.Errorf("managed: %q", a.Diagnostics)
+	}
+	if a, _ := m.Application(unmanaged); !strings.Contains(a.Diagnostics, "waiting for resources to be assigned for AM") {
+		t.Errorf("unmanaged: %q", a.Diagnostics)
+	}
+}

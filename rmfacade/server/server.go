@@ -177,6 +177,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Kubernetes == nil && cfg.RM.NoAMLaunch == "" {
+		cfg.RM.NoAMLaunch = "weft-rm runs without a Kubernetes cluster (no --kubeconfig): it admits applications but has nowhere to " +
+			"run their ApplicationMasters, so this one stays ACCEPTED. `make run` starts Weft with a local cluster, where it runs."
+	}
 	store, err := state.OpenDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
