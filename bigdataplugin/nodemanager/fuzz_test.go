@@ -22,11 +22,13 @@ import (
 // an NMToken for this node and as a caller without one (make fuzz-long).
 func FuzzNMProtocol(f *testing.F) {
 	keys := nmtokens.New([]byte("0123456789abcdef0123456789abcdef"))
-	am := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(records.ContainerID{Attempt: attemptA, ID: 1}.String()),
-		Namespace: "weft-jobs", UID: "am-uid"}}
-	svc := New(fake.NewSimpleClientset(am), Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
-		Runtime: translator.Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java", HostNetwork: true, LocalizerImage: "weft.local/weft:dev"},
-		Keys:    keys, Logger: ipctest.Quiet})
+	newService := func() *ipc.Service {
+		am := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(records.ContainerID{Attempt: attemptA, ID: 1}.String()),
+			Namespace: "weft-jobs", UID: "am-uid"}}
+		return New(fake.NewSimpleClientset(am), Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
+			Runtime: translator.Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java", HostNetwork: true, LocalizerImage: "weft.local/weft:dev"},
+			Keys:    keys, Logger: ipctest.Quiet}).Service()
+	}
 	nm, err := keys.NMToken(attemptA, "node-a", 8041, "alice")
 	if err != nil {
 		f.Fatal(err)
@@ -38,7 +40,7 @@ func FuzzNMProtocol(f *testing.F) {
 		f.Fatal(err)
 	}
 	ids := []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(container)}
-	ipctest.FuzzMethods(f, svc.Service(), []*ipc.Caller{
+	ipctest.FuzzMethods(f, newService, []*ipc.Caller{
 		{User: attemptA.String(), Auth: ipc.AuthToken, TokenIdentifier: nm.GetIdentifier()}, {User: "alice", Auth: ipc.AuthSimple},
 	}, map[string][]proto.Message{
 		"startContainers": {&yarnpb.StartContainersRequestProto{StartContainerRequest: []*yarnpb.StartContainerRequestProto{{

@@ -288,8 +288,12 @@ func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetConta
 // StatusOf is a container's YARN status read from its pod.
 func StatusOf(id *yarnpb.ContainerIdProto, pod *corev1.Pod) *yarnpb.ContainerStatusProto {
 	st := &yarnpb.ContainerStatusProto{ContainerId: id, State: yarnpb.ContainerStateProto_C_NEW.Enum(), Diagnostics: proto.String("")}
-	if q, ok := pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; ok {
-		st.Capability = &yarnpb.ResourceProto{Memory: proto.Int64(q.Value() >> 20)}
+	// Any pod the id names is read, even one that is not a container's
+	// (found by make fuzz-long: a pod without containers panicked here).
+	if len(pod.Spec.Containers) > 0 {
+		if q, ok := pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; ok {
+			st.Capability = &yarnpb.ResourceProto{Memory: proto.Int64(q.Value() >> 20)}
+		}
 	}
 	code, diag, state := translator.PodOutcome(pod)
 	switch state {

@@ -22,24 +22,30 @@ import (
 // attempt (with a node to grant on), of an unknown one, and as a caller
 // without an AMRMToken (make fuzz-long).
 func FuzzAMProtocol(f *testing.F) {
-	st, err := state.OpenMemory()
-	if err != nil {
-		f.Fatal(err)
+	var tokens *Tokens
+	live := records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1_700_000_000_000, ID: 1}, ID: 1}
+	newService := func() *ipc.Service {
+		st, err := state.OpenMemory()
+		if err != nil {
+			f.Fatal(err)
+		}
+		tree, _ := quota.NewTree(quota.DefaultQueues)
+		mgr := rm.New(st, tree, rm.Options{ClusterTimestamp: live.App.ClusterTimestamp, Logger: ipctest.Quiet})
+		tokens = NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
+		alloc := allocator.New(mgr, allocator.Options{Logger: ipctest.Quiet})
+		if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
+			Capability: records.Resource{MemoryMB: 1 << 20, VCores: 1024}}); err != nil {
+			f.Fatal(err)
+		}
+		if id := mgr.NewApplicationID(); id != live.App {
+			f.Fatalf("application %s, want %s", id, live.App)
+		}
+		if err := mgr.Submit(context.Background(), rm.Submission{ID: live.App, User: "alice", UnmanagedAM: true}); err != nil {
+			f.Fatal(err)
+		}
+		return New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))}).Service()
 	}
-	tree, _ := quota.NewTree(quota.DefaultQueues)
-	mgr := rm.New(st, tree, rm.Options{Logger: ipctest.Quiet})
-	tokens := NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
-	alloc := allocator.New(mgr, allocator.Options{Logger: ipctest.Quiet})
-	svc := New(mgr, Options{Allocator: alloc, Keys: nmtokens.New([]byte("fedcba9876543210fedcba9876543210"))})
-	if err := mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
-		Capability: records.Resource{MemoryMB: 1 << 20, VCores: 1024}}); err != nil {
-		f.Fatal(err)
-	}
-	id := mgr.NewApplicationID()
-	if err := mgr.Submit(context.Background(), rm.Submission{ID: id, User: "alice", UnmanagedAM: true}); err != nil {
-		f.Fatal(err)
-	}
-	live := records.AttemptID{App: id, ID: 1}
+	newService()
 	identity := func(a records.AttemptID) []byte {
 		tok, err := tokens.Issue(a)
 		if err != nil {
@@ -49,7 +55,7 @@ func FuzzAMProtocol(f *testing.F) {
 	}
 	ask := &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)}, ResourceName: proto.String("*"),
 		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(2)}
-	ipctest.FuzzMethods(f, svc.Service(), []*ipc.Caller{
+	ipctest.FuzzMethods(f, newService, []*ipc.Caller{
 		{User: live.String(), Auth: ipc.AuthToken, TokenIdentifier: identity(live)},
 		{User: "gone", Auth: ipc.AuthToken, TokenIdentifier: identity(records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1, ID: 9}, ID: 1})},
 		{User: "alice", Auth: ipc.AuthSimple},

@@ -17,23 +17,28 @@ import (
 // ApplicationClientProtocol and calls the real handler, as a user, an
 // administrator and an impersonated user (make fuzz-long).
 func FuzzClientProtocol(f *testing.F) {
-	st, err := state.OpenMemory()
-	if err != nil {
-		f.Fatal(err)
+	var mgr *rm.Manager
+	newService := func() *ipc.Service {
+		st, err := state.OpenMemory()
+		if err != nil {
+			f.Fatal(err)
+		}
+		tree, err := quota.NewTree([]quota.QueueConfig{
+			{Path: "root", Capacity: 100, AdminACL: "admin"},
+			{Path: "root.default", Capacity: 100, SubmitACL: "*"},
+			{Path: "root.prod", Capacity: 0, SubmitACL: "alice"},
+		})
+		if err != nil {
+			f.Fatal(err)
+		}
+		mgr = rm.New(st, tree, rm.Options{ClusterTimestamp: 1_700_000_000_000, MaxPriority: 5, Logger: ipctest.Quiet})
+		return New(mgr, Options{Tokens: NewDelegationTokens(st, []byte("0123456789abcdef0123"), TokenOptions{}), WebAddr: "127.0.0.1:8088",
+			Logger: ipctest.Quiet}).Service()
 	}
-	tree, err := quota.NewTree([]quota.QueueConfig{
-		{Path: "root", Capacity: 100, AdminACL: "admin"},
-		{Path: "root.default", Capacity: 100, SubmitACL: "*"},
-		{Path: "root.prod", Capacity: 0, SubmitACL: "alice"},
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
-	mgr := rm.New(st, tree, rm.Options{MaxPriority: 5, Logger: ipctest.Quiet})
-	svc := New(mgr, Options{Tokens: NewDelegationTokens(st, []byte("0123456789abcdef0123"), TokenOptions{}), WebAddr: "127.0.0.1:8088", Logger: ipctest.Quiet})
+	newService()
 	id := mgr.NewApplicationID()
 	appID := &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)}
-	ipctest.FuzzMethods(f, svc.Service(), []*ipc.Caller{
+	ipctest.FuzzMethods(f, newService, []*ipc.Caller{
 		{User: "alice", Auth: ipc.AuthSimple}, {User: "admin", Auth: ipc.AuthSimple}, {User: "bob", RealUser: "svc", Auth: ipc.AuthSimple},
 	}, map[string][]proto.Message{
 		"submitApplication": {&yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{

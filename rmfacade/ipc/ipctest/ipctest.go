@@ -56,13 +56,18 @@ func Dial(t testing.TB, addr string, opts ipc.ClientOptions) (*ipc.Client, error
 	return c, err
 }
 
-// FuzzMethods fuzzes every method of svc as the server would call it: the
-// fuzzer's bytes are decoded into the method's request type and handed to
-// its real handler, with one of callers as the call's caller. The first
-// argument picks the method and the caller; seeds are each method's empty
-// request and, from seeds, encoded requests by method name. A handler must
-// answer or fail: a panic or a call running past 10 s fails the target.
-func FuzzMethods(f *testing.F, svc *ipc.Service, callers []*ipc.Caller, seeds map[string][]proto.Message) {
+// FuzzMethods fuzzes every method of a service as the server would call
+// it: the fuzzer's bytes are decoded into the method's request type and
+// handed to its real handler, with one of callers as the call's caller.
+// The first argument picks the method and the caller; seeds are each
+// method's empty request and, from seeds, encoded requests by method name.
+// newService builds the service over fresh state; it is built again every
+// freshEvery executions, so state the calls pile up (applications, pods)
+// does not slow the target down as it runs. A handler must answer or
+// fail: a panic or a call running past 10 s fails the target.
+func FuzzMethods(f *testing.F, newService func() *ipc.Service, callers []*ipc.Caller, seeds map[string][]proto.Message) {
+	const freshEvery = 1000
+	svc := newService()
 	names := make([]string, 0, len(svc.Methods))
 	for name := range svc.Methods {
 		names = append(names, name)
@@ -80,8 +85,13 @@ func FuzzMethods(f *testing.F, svc *ipc.Service, callers []*ipc.Caller, seeds ma
 			}
 		}
 	}
+	execs := 0
 	f.Fuzz(func(t *testing.T, pick uint16, payload []byte) {
-		m := svc.Methods[names[int(pick)%len(names)]]
+		if execs++; execs%freshEvery == 0 {
+			svc = newService()
+		}
+		name := names[int(pick)%len(names)]
+		m := svc.Methods[name]
 		req := m.NewRequest()
 		if err := proto.Unmarshal(payload, req); err != nil {
 			return // the server answers a frame it cannot decode before any handler
@@ -93,10 +103,12 @@ func FuzzMethods(f *testing.F, svc *ipc.Service, callers []*ipc.Caller, seeds ma
 			defer close(done)
 			m.Handle(ctx, req)
 		}()
+		timer := time.NewTimer(10 * time.Second)
+		defer timer.Stop()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s did not answer in 10 s", names[int(pick)%len(names)])
+		case <-timer.C:
+			t.Fatalf("%s did not answer in 10 s", name)
 		}
 	})
 }

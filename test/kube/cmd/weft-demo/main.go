@@ -36,6 +36,9 @@ const (
 	clientAddr = "127.0.0.1:8032"
 	schedAddr  = "127.0.0.1:8030"
 	webAddr    = "127.0.0.1:8088"
+	// hdfsPort is the NameNode's, HDFS's default, so the printed commands
+	// and the client configuration hold from one run to the next.
+	hdfsPort = "8020"
 )
 
 func main() {
@@ -72,13 +75,17 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("kube-images: %w", err)
 	}
 
-	step("MiniDFSCluster (Hadoop 3.4.1, NameNode on 127.0.0.1)")
+	step("MiniDFSCluster (Hadoop 3.4.1, NameNode on 127.0.0.1:%s)", hdfsPort)
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+hdfsPort, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("127.0.0.1:%s is taken (an earlier make run still serving HDFS?): stop it first", hdfsPort)
+	}
 	mini, err := hadoop.MiniCluster(ctx, "3.4.1")
 	if err != nil {
 		return err
 	}
 	os.RemoveAll(filepath.Join(work, "dfs"))
-	dfs, err := mini.StartService(ctx, work, "sh.weft.interop.MiniDFS", filepath.Join(work, "dfs"))
+	dfs, err := mini.StartService(ctx, work, "sh.weft.interop.MiniDFS", filepath.Join(work, "dfs"), hdfsPort)
 	if err != nil {
 		return err
 	}
@@ -127,15 +134,23 @@ func run(ctx context.Context) error {
 	fmt.Print(out)
 
 	kubectl := filepath.Join(kube.Cache(), "bin", "kubectl") + " --kubeconfig " + cluster.Kubeconfig
+	rel, err := filepath.Rel(root, conf)
+	if err != nil {
+		rel = conf
+	}
+	client := "go run ./test/hadoop/cmd/hadoop-client -conf " + rel
 	fmt.Printf(`
+Run a job (the client configuration is %[4]s: yarn-site.xml, core-site.xml with fs.defaultFS=%[3]s):
+  %[5]s jar examples pi 4 1000
+  %[5]s jar examples wordcount /user/%[6]s/in /user/%[6]s/out    (input: %[5]s java org.apache.hadoop.fs.FsShell -put <files> /user/%[6]s/in)
+  %[5]s yarn application -list -appStates ALL
 Look:
   REST   http://%[1]s/ws/v1/cluster/apps        UI http://%[1]s/cluster
-  yarn   go run ./test/hadoop/cmd/hadoop-client yarn application -list -appStates ALL
   pods   %[2]s get pods -n weft-jobs -L weft.io/tier,weft.io/app
   Weft   %[2]s get pods -n weft-system
   logs   http://127.0.0.1:8042/node/containerlogs/<container id>/<user>
 HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up (test/kube/down.sh stops them).
-`, webAddr, kubectl, defaultFS)
+`, webAddr, kubectl, defaultFS, rel, client, who)
 	<-ctx.Done()
 	return nil
 }

@@ -8,7 +8,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
 /**
  * Runs a real HDFS (MiniDFSCluster: one NameNode, one DataNode) on
  * loopback with its storage under the directory given as the first
- * argument, prints "READY hdfs://127.0.0.1:<port>", and runs until its
+ * argument and its NameNode on the port given as the second (default: a
+ * free one), prints "READY hdfs://127.0.0.1:<port>", and runs until its
  * standard input closes.
  */
 public final class MiniDFS {
@@ -19,7 +20,8 @@ public final class MiniDFS {
     conf.set(DFSConfigKeys.DFS_NAMENODE_RPC_BIND_HOST_KEY, "127.0.0.1");
     conf.setBoolean(DFSConfigKeys.DFS_PERMISSIONS_ENABLED_KEY, true);
     conf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 1);
-    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(1).format(true).build();
+    int port = argv.length > 1 ? Integer.parseInt(argv[1]) : 0;
+    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).nameNodePort(port).numDataNodes(1).format(true).build();
     cluster.waitActive();
     // A world-writable /tmp and a home for every user, as a fresh cluster's
     // admin would set up.
