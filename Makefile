@@ -75,7 +75,10 @@ bench:
 # DistributedShell job run through Weft by Hadoop's own client; prints
 # where to look and keeps HDFS up until Ctrl-C.
 run:
-	$(GO) run ./test/kube/cmd/weft-demo
+	@$(GO) build -o $(BIN)/weft-demo ./test/kube/cmd/weft-demo
+	@# Run directly, not through go run, which exits 1 after Ctrl-C even when
+	@# the demo stops cleanly.
+	$(BIN)/weft-demo
 
 # The embedded default without Kubernetes: weft-rm alone on this machine
 # (state in .weft/data), a demo application submitted by the real Hadoop

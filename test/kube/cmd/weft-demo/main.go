@@ -12,11 +12,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -119,7 +122,11 @@ func run(ctx context.Context) error {
 		who = u.Username
 	}
 	ds := dist.Command(ctx, conf, who, "org.apache.hadoop.yarn.applications.distributedshell.Client",
-		"-jar", jar, "-appname", "weft-demo", "-num_containers", "3", "-shell_command", "echo hello from Weft; sleep 10",
+		"-jar", jar, "-appname", "weft-demo", "-num_containers", "3",
+		// DistributedShell appends its redirections to the command, so they
+		// bind to the last one: the echo, which goes to the container's
+		// stdout log (an echo first would go to no log, as on a NodeManager).
+		"-shell_command", "sleep 10; echo hello from Weft",
 		"-master_memory", "512", "-container_memory", "256", "-timeout", "300000")
 	var errOut bytes.Buffer
 	ds.Stdout, ds.Stderr = os.Stdout, &errOut
@@ -132,6 +139,17 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Print(out)
+	if app := regexp.MustCompile(`application_\d+_\d+`).FindAllString(out, -1); len(app) > 0 {
+		// The newest run's first worker; its log outlives its pod.
+		sort.Strings(app)
+		worker := strings.Replace(app[len(app)-1], "application_", "container_", 1) + "_01_000002"
+		url := "http://127.0.0.1:8042/node/containerlogs/" + worker + "/" + who + "/stdout"
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			fmt.Printf("%s stdout (%s):\n  %s\n", worker, url, strings.TrimSpace(string(b)))
+		}
+	}
 
 	kubectl := filepath.Join(kube.Cache(), "bin", "kubectl") + " --kubeconfig " + cluster.Kubeconfig
 	rel, err := filepath.Rel(root, conf)
