@@ -47,7 +47,7 @@ var _ = Describe("ApplicationMasters against weft-rm", func() {
 
 			status, _, err := dist.Yarn(ctx, conf, "alice", "application", "-list", "-appStates", "FINISHED")
 			Expect(err).NotTo(HaveOccurred())
-			Expect(status).To(MatchRegexp(`unmanaged-am\s+YARN\s+alice\s+default\s+FINISHED\s+SUCCEEDED`))
+			Expect(status).To(MatchRegexp(`unmanaged-am\s+YARN\s+alice\s+root.default\s+FINISHED\s+SUCCEEDED`))
 		}, SpecTimeout(5*time.Minute))
 	}
 })

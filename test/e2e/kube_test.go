@@ -279,7 +279,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 
 		out, errOut, err := dist.Run(ctx, conf, "alice", "sh.weft.interop.SubmitApp", "--queue", "etl")
 		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(out).To(ContainSubstring(`"queue":"etl"`))
+		Expect(out).To(ContainSubstring(`"queue":"root.etl"`)) // the full path, as a 3.4 RM reports it
 		_, errOut, err = dist.Run(ctx, conf, "bob", "sh.weft.interop.SubmitApp", "--queue", "etl")
 		Expect(err).To(HaveOccurred())
 		Expect(errOut).To(ContainSubstring("User bob does not have permission to submit"))
