@@ -153,7 +153,7 @@ func countsTowardsMaxAttempts(exitCode int32) bool {
 // YARN does when an AM container exits.
 func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error {
 	diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
-	return m.failAttempt(id, diag, exitCode, countsTowardsMaxAttempts(exitCode))
+	return m.failAttempt(id, diag, exitCode, countsTowardsMaxAttempts(exitCode), false)
 }
 
 // AMExpired fails a registered attempt whose AM stopped heartbeating, as
@@ -164,21 +164,21 @@ func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode i
 // The AM container of the failed attempt is stopped by the launcher. An
 // attempt that is no longer RUNNING is left alone.
 func (m *Manager) AMExpired(ctx context.Context, id records.AttemptID) error {
-	if _, att, err := m.LiveAttempt(id); err != nil || att.State != records.AttemptRunning {
-		return nil
-	}
-	return m.failAttempt(id, fmt.Sprintf("ApplicationMaster for attempt %s timed out", id), records.ExitInvalid, true)
+	return m.failAttempt(id, fmt.Sprintf("ApplicationMaster for attempt %s timed out", id), records.ExitInvalid, true, true)
 }
 
 // failAttempt ends an attempt that did not unregister: FAILED with diag,
 // then a new attempt if the application has attempts left, else the
 // application FAILED. An attempt that unregistered first (FINISHING) ends
-// the application with the status its AM reported instead.
-func (m *Manager) failAttempt(id records.AttemptID, diag string, exitCode int32, counts bool) error {
+// the application with the status its AM reported instead — unless
+// onlyRunning, which leaves any attempt that is not RUNNING, decided in
+// the same transaction (an AM that unregistered an instant after the
+// liveness monitor looked has not timed out).
+func (m *Manager) failAttempt(id records.AttemptID, diag string, exitCode int32, counts, onlyRunning bool) error {
 	var retried bool
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
-		if err != nil {
+		if err != nil || onlyRunning && att.State != records.AttemptRunning {
 			return nil // finished or superseded already: nothing to do
 		}
 		now := m.opts.Now().UnixMilli()
