@@ -278,7 +278,12 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *d
 		if q.UserLimitPercent > 0 {
 			leaf.UserLimit = dao.Float32(q.UserLimitPercent)
 		}
-		users := map[string]*dao.UserInfo{}
+		// Each user's applications, and what they hold.
+		type userUse struct {
+			info     dao.UserInfo
+			used, am records.Resource
+		}
+		users := map[string]*userUse{}
 		var names []string
 		for _, a := range v.snap.Applications(state.ApplicationFilter{Queues: []string{q.Name}}) {
 			if a.State.Terminal() {
@@ -287,17 +292,17 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *d
 			info.NumApplications++
 			u := users[a.User]
 			if u == nil {
-				u = &dao.UserInfo{Username: a.User, UserWeight: 1}
+				u = &userUse{info: dao.UserInfo{Username: a.User, UserWeight: 1}}
 				users[a.User] = u
 				names = append(names, a.User)
 			}
 			if a.State == records.AppRunning {
 				leaf.NumActiveApplications++
-				u.NumActiveApplications++
-				u.IsActive = true
+				u.info.NumActiveApplications++
+				u.info.IsActive = true
 			} else {
 				leaf.NumPendingApplications++
-				u.NumPendingApplications++
+				u.info.NumPendingApplications++
 			}
 			containers := v.snap.ContainersOfApp(a.ID)
 			au := records.UsageOf(containers, v.nowMs)
@@ -311,15 +316,15 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *d
 				}
 			}
 			amUsed = amUsed.Add(am)
-			u.ResourcesUsed = dao.NewResourceInfo(u.ResourcesUsed.Memory+au.Allocated.MemoryMB, u.ResourcesUsed.VCores+au.Allocated.VCores)
-			u.AMResourceUsed = dao.NewResourceInfo(u.AMResourceUsed.Memory+am.MemoryMB, u.AMResourceUsed.VCores+am.VCores)
+			u.used, u.am = u.used.Add(au.Allocated), u.am.Add(am)
 		}
 		sort.Strings(names)
 		for _, name := range names {
 			u := users[name]
-			u.Resources = partitionUsage(records.Resource{MemoryMB: u.ResourcesUsed.Memory, VCores: u.ResourcesUsed.VCores},
-				records.Resource{MemoryMB: u.AMResourceUsed.Memory, VCores: u.AMResourceUsed.VCores})
-			leaf.Users.User = append(leaf.Users.User, *u)
+			u.info.ResourcesUsed = dao.NewResourceInfo(u.used.MemoryMB, u.used.VCores)
+			u.info.AMResourceUsed = dao.NewResourceInfo(u.am.MemoryMB, u.am.VCores)
+			u.info.Resources = partitionUsage(u.used, u.am)
+			leaf.Users.User = append(leaf.Users.User, u.info)
 		}
 		info.QueueType, info.LeafQueueInfo = "leaf", leaf
 	} else {
@@ -405,10 +410,8 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 				am = c.Resource
 			}
 		}
-		info.ResourceInfo = &dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
-			Used: dao.NewResourceInfo(u.Allocated.MemoryMB, u.Allocated.VCores), Reserved: dao.NewResourceInfo(0, 0),
-			Pending: dao.NewResourceInfo(0, 0), AMUsed: dao.NewResource(am.MemoryMB, am.VCores),
-			AMLimit: dao.NewResource(0, 0), UserAMLimit: dao.NewResource(0, 0)}}}
+		usage := partitionUsage(u.Allocated, am)
+		info.ResourceInfo = &usage
 	}
 	// Preemption victims (notified or killed), as the RM counts them.
 	for _, c := range containers {

@@ -255,10 +255,9 @@ func xmlTrailer(d *xml.Decoder) error {
 		switch t := tok.(type) {
 		case xml.Comment, xml.ProcInst:
 		case xml.CharData:
-			if len(bytes.TrimSpace(t)) == 0 {
-				continue
+			if len(bytes.TrimSpace(t)) > 0 {
+				return errors.New("Content is not allowed in trailing section.")
 			}
-			return errors.New("Content is not allowed in trailing section.")
 		default:
 			return errors.New("Content is not allowed in trailing section.")
 		}
