@@ -70,10 +70,8 @@ func nodeStateProto(s records.NodeState) *yarnpb.NodeStateProto {
 // outside the enum (a newer or a broken client), which Java's protobuf
 // drops before the RM sees the request.
 func nodeStateOf(p yarnpb.NodeStateProto) (s records.NodeState, ok bool) {
-	if _, known := yarnpb.NodeStateProto_name[int32(p)]; !known {
-		return "", false
-	}
-	return records.NodeState(strings.TrimPrefix(p.String(), "NS_")), true
+	name, ok := yarnpb.NodeStateProto_name[int32(p)]
+	return records.NodeState(strings.TrimPrefix(name, "NS_")), ok
 }
 
 func containerStateProto(s records.ContainerState) *yarnpb.ContainerStateProto {
