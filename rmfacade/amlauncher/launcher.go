@@ -214,7 +214,7 @@ func (l *Launcher) syncPods(ctx context.Context) error {
 			}
 		}
 		if att := snap.Attempt(attempt); att != nil && att.State == records.AttemptFinishing &&
-			time.Since(time.UnixMilli(att.FinishTime)) > finishingGrace {
+			l.opts.Now().Sub(time.UnixMilli(att.FinishTime)) > finishingGrace {
 			// Unregistered but still running: stop it, as YARN does.
 			keep(l.delete(ctx, pod))
 			continue
@@ -292,7 +292,7 @@ func (l *Launcher) syncContainer(ctx context.Context, snap *state.Snapshot, app 
 	case c.State == records.ContainerComplete && st != records.ContainerComplete:
 		return l.delete(ctx, pod)
 	case c.State == records.ContainerComplete:
-		if time.Since(time.UnixMilli(c.FinishTime)) > completedPodRetention {
+		if l.opts.Now().Sub(time.UnixMilli(c.FinishTime)) > completedPodRetention {
 			return l.delete(ctx, pod)
 		}
 	case st == records.ContainerComplete:
