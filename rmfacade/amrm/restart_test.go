@@ -9,17 +9,29 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
 )
 
-func register(c interface {
-	Call(context.Context, string, string, proto.Message, proto.Message) error
-}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return c.Call(ctx, Protocol, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1)},
+func register(c *ipc.Client) error {
+	return call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1)},
 		&yarnpb.RegisterApplicationMasterResponseProto{})
+}
+
+// registeredAM submits an unmanaged application and registers its AM,
+// returning the attempt and the AM's connection.
+func (f *fixture) registeredAM(t *testing.T) (records.AttemptID, *ipc.Client) {
+	t.Helper()
+	attempt := f.submit(t)
+	c, err := f.dial(t, attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(c); err != nil {
+		t.Fatal(err)
+	}
+	return attempt, c
 }
 
 func anyAsk(n int32) *yarnpb.ResourceRequestProto {
@@ -44,14 +56,7 @@ func TestResyncAfterRestart(t *testing.T) {
 		}
 	}
 	node(f)
-	attempt := f.submit(t)
-	c, err := f.dial(t, attempt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := register(c); err != nil {
-		t.Fatal(err)
-	}
+	attempt, c := f.registeredAM(t)
 	resp := &yarnpb.AllocateResponseProto{}
 	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{anyAsk(2)}}, resp); err != nil {
 		t.Fatal(err)
@@ -147,9 +152,7 @@ func TestSilentAMExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []interface {
-		Call(context.Context, string, string, proto.Message, proto.Message) error
-	}{cs, cb} {
+	for _, c := range []*ipc.Client{cs, cb} {
 		if err := register(c); err != nil {
 			t.Fatal(err)
 		}

@@ -198,15 +198,7 @@ func TestGrantsContainers(t *testing.T) {
 		Capability: records.Resource{MemoryMB: 4096, VCores: 4}, Occupied: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	attempt := f.submit(t)
-	c, err := f.dial(t, attempt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := call(c, "registerApplicationMaster", &yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h")},
-		&yarnpb.RegisterApplicationMasterResponseProto{}); err != nil {
-		t.Fatal(err)
-	}
+	attempt, c := f.registeredAM(t)
 	ask := func(n int32, mb int64) *yarnpb.ResourceRequestProto {
 		return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
 			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(n)}
@@ -264,7 +256,7 @@ func TestGrantsContainers(t *testing.T) {
 		t.Fatalf("cycle granted %d, %v; want 1", n, err)
 	}
 	// Over the maximum allocation: InvalidResourceRequestException.
-	err = call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(3), Ask: []*yarnpb.ResourceRequestProto{ask(1, 1<<20)}}, resp)
+	err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(3), Ask: []*yarnpb.ResourceRequestProto{ask(1, 1<<20)}}, resp)
 	if class(err) != yarnerr.ClassInvalidResourceRequest {
 		t.Errorf("oversized ask: %v", err)
 	}
@@ -275,14 +267,7 @@ func TestGrantsContainers(t *testing.T) {
 // recovered "slice bounds out of range" before).
 func TestFinishWithAStatusOutsideTheEnum(t *testing.T) {
 	f := start(t)
-	attempt := f.submit(t)
-	c, err := f.dial(t, attempt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := register(c); err != nil {
-		t.Fatal(err)
-	}
+	attempt, c := f.registeredAM(t)
 	if err := call(c, "finishApplicationMaster", &yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto(77).Enum()},
 		&yarnpb.FinishApplicationMasterResponseProto{}); err != nil {
 		t.Fatal(err)
