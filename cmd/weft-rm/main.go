@@ -52,6 +52,12 @@ func main() {
 	flag.DurationVar(&cfg.AMExpiry, "am-expiry", 10*time.Minute, "a registered AM silent this long fails its attempt (yarn.am.liveness-monitor.expiry-interval-ms)")
 	flag.DurationVar(&cfg.Launcher.ContainerAllocationExpiry, "container-allocation-expiry", 10*time.Minute,
 		"a container its AM was given but never started is ended this long after it was granted (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms)")
+	flag.StringVar(&cfg.StateNamespace, "state-namespace", "", "keep the state store and master keys in Secrets of this namespace (with --kubeconfig) instead of --data-dir: they outlive the node, and HA needs it")
+	var ha server.HA
+	flag.StringVar(&ha.ID, "ha-id", "", "this replica's id among several (yarn.resourcemanager.ha.id): enables HA, one active by a Lease (needs --state-namespace)")
+	flag.DurationVar(&ha.LeaseDuration, "ha-lease-duration", 6*time.Second, "how long a standby waits on a silent active before taking over")
+	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 4*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
+	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", time.Second, "how often replicas try the Lease")
 	var logLevel slog.Level
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
 	flag.Parse()
@@ -94,13 +100,22 @@ func main() {
 	if cfg.Kubernetes != nil {
 		cfg.Kubernetes.QPS, cfg.Kubernetes.Burst = float32(*kubeQPS), *kubeBurst
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if ha.ID != "" {
+		// A replica that lost the Lease exits non-zero, to come back as a
+		// standby (the kubelet restarts it).
+		if err := server.RunHA(ctx, cfg, ha); err != nil {
+			fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := srv.Serve(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(1)

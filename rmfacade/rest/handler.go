@@ -36,6 +36,12 @@ type Options struct {
 	// Hadoop 3's RM serves them with hadoop.prometheus.endpoint.enabled)
 	// and /metrics.
 	Metrics http.Handler
+	// StateStore names the state store in cluster info's rmStateStoreName
+	// (default Weft's embedded store).
+	StateStore string
+	// HA says the RM runs with leader election, for cluster info's
+	// haZooKeeperConnectionState.
+	HA bool
 }
 
 type handler struct {
@@ -50,6 +56,9 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.StateStore == "" {
+		opts.StateStore = "weft.rmfacade.state.BoltDurable"
 	}
 	h := &handler{mgr: mgr, opts: opts}
 	r := mux.NewRouter()
@@ -84,6 +93,7 @@ func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
 			r.Method+" is not supported on "+r.URL.Path)
 	})
 	r.HandleFunc("/proxy/{appid}/", h.proxy)
+	r.HandleFunc(isActivePath, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "I am Active!") })
 	if opts.Metrics != nil {
 		r.Handle("/prom", opts.Metrics).Methods(http.MethodGet)
 		r.Handle("/metrics", opts.Metrics).Methods(http.MethodGet)
@@ -166,10 +176,20 @@ func remoteUser(r *http.Request) string {
 
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {
 	ts := h.mgr.ClusterTimestamp()
-	dao.Write(w, r, http.StatusOK, &dao.ClusterInfo{ID: ts, StartedOn: h.mgr.StartedAt(), State: "STARTED", HAState: "ACTIVE",
-		RMStateStoreName: "weft.rmfacade.state.BoltDurable", ResourceManagerVersion: HadoopVersion,
+	dao.Write(w, r, http.StatusOK, clusterInfo(ts, "ACTIVE", h.opts.StateStore, h.opts.HA))
+}
+
+func clusterInfo(startedOn int64, haState, store string, ha bool) *dao.ClusterInfo {
+	// YARN's elector reports its ZooKeeper connection here; Weft's is a
+	// Lease in the API server.
+	conn := "ResourceManager HA is not enabled."
+	if ha {
+		conn = "Leader election through a Kubernetes Lease."
+	}
+	return &dao.ClusterInfo{ID: startedOn, StartedOn: startedOn, State: "STARTED", HAState: haState,
+		RMStateStoreName: store, ResourceManagerVersion: HadoopVersion,
 		ResourceManagerBuildVersion: HadoopVersion + " from weft", HadoopVersion: HadoopVersion,
-		HadoopBuildVersion: HadoopVersion + " from weft", HAZooKeeperConnectionState: "ResourceManager HA is not enabled."})
+		HadoopBuildVersion: HadoopVersion + " from weft", HAZooKeeperConnectionState: conn}
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 )
 
@@ -101,7 +102,17 @@ type Config struct {
 	// TokenKey is the master key of RM delegation tokens (default: a key
 	// created once and kept in DataDir, so tokens survive restarts).
 	TokenKey []byte
-	Logger   *slog.Logger
+	// StateNamespace, with Kubernetes, keeps the state store and the RM's
+	// master keys in Secrets of this namespace (kubestore) instead of
+	// DataDir, so that they outlive the RM's node and a standby can take
+	// over. Empty: the embedded store in DataDir.
+	StateNamespace string
+	// MayWrite, when set, is asked before every state write: leader
+	// election's fence (a deposed leader writes nothing).
+	MayWrite func() bool
+	// HA says this RM runs with leader election (REST cluster info).
+	HA     bool
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -129,6 +140,9 @@ func (c *Config) setDefaults() {
 	if c.Launcher.SchedulerName == "" {
 		c.Launcher.SchedulerName = podbinder.DefaultSchedulerName
 	}
+	if c.Launcher.ClusterID == "" {
+		c.Launcher.ClusterID = "weft"
+	}
 }
 
 // Server is a running facade.
@@ -154,6 +168,9 @@ type Server struct {
 	// crds are the Queue objects the tree was read from, if it was: their
 	// absolute quotas and time windows are the scheduler's.
 	crds atomic.Pointer[[]v1alpha1.Queue]
+	// fenced is closed when the state store in the API server stops
+	// writing (another RM leads); nil for the embedded store.
+	fenced <-chan struct{}
 }
 
 // New opens the store and binds the listeners; Serve starts serving.
@@ -181,12 +198,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.RM.NoAMLaunch = "weft-rm runs without a Kubernetes cluster (no --kubeconfig): it admits applications but has nowhere to " +
 			"run their ApplicationMasters, so this one stays ACCEPTED. `make run` starts Weft with a local cluster, where it runs."
 	}
-	store, err := state.OpenDir(cfg.DataDir)
+	store, fenced, err := openState(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
-		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry()}
+		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry(), fenced: fenced}
 	recovered, err := s.Manager.Recover(context.Background())
 	if err != nil {
 		store.Close()
@@ -207,11 +224,54 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// openState opens the state store: in the API server with StateNamespace,
+// else the embedded one in DataDir.
+func openState(cfg Config) (*state.Store, <-chan struct{}, error) {
+	if cfg.StateNamespace == "" || cfg.Kubernetes == nil {
+		store, err := state.OpenDir(cfg.DataDir)
+		return store, nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	store, durable, err := kubestore.Open(client, kubestore.Options{Namespace: cfg.StateNamespace,
+		Name: cfg.Launcher.ClusterID + "-rm-state", MayWrite: cfg.MayWrite, Logger: cfg.Logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, durable.Fenced(), nil
+}
+
+// stateStoreName is the state store's name in REST cluster info.
+func (s *Server) stateStoreName() string {
+	if s.fenced != nil {
+		return "weft.rmfacade.state.kubestore"
+	}
+	return ""
+}
+
+// masterKey returns the RM's master key of one kind, created on first
+// start: in a Secret beside the state in the API server, else in DataDir.
+// Tokens signed with it stay valid across restarts and failovers.
+func (s *Server) masterKey(name string) ([]byte, error) {
+	if s.fenced == nil {
+		return state.LoadOrCreateKey(s.cfg.DataDir, name+".key")
+	}
+	client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return nmtokens.KeyFromSecret(ctx, client, s.cfg.StateNamespace, s.cfg.Launcher.ClusterID+"-"+name, true)
+}
+
 func (s *Server) init() error {
 	key := s.cfg.TokenKey
 	if key == nil {
 		var err error
-		if key, err = state.LoadOrCreateKey(s.cfg.DataDir, "rm-delegation-token.key"); err != nil {
+		if key, err = s.masterKey("rm-delegation-token"); err != nil {
 			return err
 		}
 	}
@@ -232,7 +292,7 @@ func (s *Server) init() error {
 		s.lnAM.Close()
 		return fmt.Errorf("listen %s: %w", s.cfg.WebAddr, err)
 	}
-	amKey, err := state.LoadOrCreateKey(s.cfg.DataDir, "rm-amrm-token.key")
+	amKey, err := s.masterKey("rm-amrm-token")
 	if err != nil {
 		return err
 	}
@@ -260,9 +320,6 @@ func (s *Server) init() error {
 			opts.Logger = s.cfg.Logger
 		}
 		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
-		if opts.ClusterID == "" {
-			opts.ClusterID = "weft"
-		}
 		// One watch of the cluster's live pods serves the node view (what
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
@@ -297,7 +354,8 @@ func (s *Server) init() error {
 		return err
 	}
 	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
-		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})}), ReadHeaderTimeout: 10 * time.Second}
+		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}),
+		ReadHeaderTimeout: 10 * time.Second}
 	if s.cfg.LocalNode {
 		return s.registerLocalNode()
 	}
@@ -367,6 +425,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+	case <-s.fenced:
+		// Another RM leads: stop serving before it is told anything
+		// this one would answer from a view no longer current.
+		err = kubestore.ErrFenced
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
