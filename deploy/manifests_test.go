@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -97,9 +98,14 @@ func TestPriorityClassesMatchTranslator(t *testing.T) {
 
 func TestBaseManifests(t *testing.T) {
 	var deployment *appsv1.Deployment
+	var service *corev1.Service
 	var queues string
 	for _, u := range objects(t, filepath.Join("base", "*.yaml")) {
 		switch u.GetKind() {
+		case "Service":
+			if u.GetName() == "weft-rm" {
+				service = as[corev1.Service](t, u)
+			}
 		case "Deployment":
 			if u.GetName() == "weft-rm" {
 				deployment = as[appsv1.Deployment](t, u)
@@ -117,6 +123,20 @@ func TestBaseManifests(t *testing.T) {
 	// In the cluster, weft-rm must talk to it to launch AMs and read queues.
 	if !slices.Contains(deployment.Spec.Template.Spec.Containers[0].Args, "--kubeconfig=in-cluster") {
 		t.Errorf("weft-rm is not told to use the cluster: %v", deployment.Spec.Template.Spec.Containers[0].Args)
+	}
+	// HA: replicas elect an active, keep the state in the API server, and
+	// the Service selects the pod the active labels.
+	args := deployment.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--state-namespace=weft-system", "--ha-id=$(POD_NAME)", "--ha-pod=weft-system/$(POD_NAME)"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("weft-rm args lack %s: %v", want, args)
+		}
+	}
+	if r := deployment.Spec.Replicas; r == nil || *r < 2 {
+		t.Errorf("weft-rm replicas %v, want a standby", r)
+	}
+	if service == nil || service.Spec.Selector[server.LabelActive] != "true" {
+		t.Errorf("the weft-rm Service does not select the active replica: %v", service)
 	}
 	// The queue tree in the ConfigMap is one weft-rm accepts.
 	var qs []quota.QueueConfig

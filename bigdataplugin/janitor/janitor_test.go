@@ -3,6 +3,7 @@ package janitor
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -129,5 +130,21 @@ func TestRMWeb(t *testing.T) {
 	}
 	if _, err := rm.Ended(context.Background(), "application_1_0009"); err == nil {
 		t.Error("a server error is not an answer")
+	}
+	// RM HA: a replica that is down and a standby are passed over for the
+	// active.
+	standby := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable) // as weft-rm's standby answers
+		w.Write([]byte(`{"RemoteException":{"exception":"StandbyException"}}`))
+	}))
+	defer standby.Close()
+	down, _ := net.Listen("tcp", "127.0.0.1:0")
+	down.Close()
+	ha := RMWeb{Address: down.Addr().String() + "," + strings.TrimPrefix(standby.URL, "http://") + "," + rm.Address}
+	if got, err := ha.Ended(context.Background(), "application_1_0002"); err != nil || !got {
+		t.Errorf("through HA addresses: %v, %v", got, err)
+	}
+	if _, err := (RMWeb{Address: down.Addr().String() + "," + strings.TrimPrefix(standby.URL, "http://")}).Ended(context.Background(), "application_1_0002"); err == nil {
+		t.Error("no active replica answered, yet an answer")
 	}
 }

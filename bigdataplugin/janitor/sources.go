@@ -3,9 +3,11 @@ package janitor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,9 @@ import (
 // RMWeb asks the ResourceManager's REST API
 // (yarn.resourcemanager.webapp.address) for applications' states.
 type RMWeb struct {
-	// Address is host:port.
+	// Address is host:port; with RM HA, every replica's, comma-separated
+	// (yarn.resourcemanager.webapp.address.<rm-id>), asked in turn until
+	// the active answers.
 	Address string
 	Client  *http.Client
 }
@@ -26,11 +30,24 @@ type RMWeb struct {
 // Ended implements Applications. An application the RM does not know
 // (404) has ended: Weft's RM keeps every application it acknowledged.
 func (w RMWeb) Ended(ctx context.Context, app string) (bool, error) {
+	var errs []error
+	for _, addr := range strings.Split(w.Address, ",") {
+		ended, err := w.ask(ctx, strings.TrimSpace(addr), app)
+		if err == nil {
+			return ended, nil
+		}
+		// A standby (503) or a replica that is down: the next one.
+		errs = append(errs, err)
+	}
+	return false, errors.Join(errs...)
+}
+
+func (w RMWeb) ask(ctx context.Context, addr, app string) (bool, error) {
 	c := w.Client
 	if c == nil {
 		c = &http.Client{Timeout: 10 * time.Second}
 	}
-	u := "http://" + w.Address + "/ws/v1/cluster/apps/" + url.PathEscape(app)
+	u := "http://" + addr + "/ws/v1/cluster/apps/" + url.PathEscape(app)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return false, err

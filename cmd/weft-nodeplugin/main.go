@@ -59,7 +59,7 @@ func main() {
 	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	flag.StringVar(&cfg.ShuffleAddress, "shuffle-address", "127.0.0.1:13562", "MapReduce shuffle service address (mapreduce.shuffle.port)")
 	flag.StringVar(&cfg.HTTPAddress, "http-address", "127.0.0.1:8042", "containers' logs over HTTP (yarn.nodemanager.webapp.address)")
-	flag.StringVar(&cfg.RMWebAddress, "rm-webapp-address", "", "weft-rm's REST address (yarn.resourcemanager.webapp.address), asked which applications ended so their files can go; empty keeps them")
+	flag.StringVar(&cfg.RMWebAddress, "rm-webapp-address", "", "weft-rm's REST address (yarn.resourcemanager.webapp.address; with HA every replica's, comma-separated), asked which applications ended so their files can go; empty keeps them")
 	flag.DurationVar(&cfg.LogRetention, "log-retention", 3*time.Hour, "how long ended applications' container logs are kept (yarn.nodemanager.log.retain-seconds)")
 	flag.DurationVar(&cfg.CleanupInterval, "cleanup-interval", time.Minute, "how often ended applications' files are looked for")
 	cacheMB := flag.Int64("localizer-cache-target-size-mb", 10240, "size the localized-resource cache is kept under, LRU first (yarn.nodemanager.localizer.cache.target-size-mb)")

@@ -58,6 +58,7 @@ func main() {
 	flag.DurationVar(&ha.LeaseDuration, "ha-lease-duration", 6*time.Second, "how long a standby waits on a silent active before taking over")
 	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 4*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", time.Second, "how often replicas try the Lease")
+	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
 	var logLevel slog.Level
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
 	flag.Parse()

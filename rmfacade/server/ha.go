@@ -2,15 +2,19 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -34,7 +38,17 @@ type HA struct {
 	// active's death, and loads the state within the 10s YARN users expect
 	// of a failover; kube-controller-manager's 15/10/2 would take 17s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Pod, when set ("namespace/name": this replica's own pod), carries
+	// the label LabelActive while this replica is active; a new active
+	// takes it off the others first. The Service selects on it, so Service
+	// clients reach the active alone while every replica stays Ready —
+	// readiness following leadership would stall a Deployment's rollout,
+	// whose new pods, standbys, would never become Ready.
+	Pod string
 }
+
+// LabelActive marks the pod of the active replica.
+const LabelActive = "weft.io/rm-active"
 
 func (h *HA) setDefaults(cfg *Config) {
 	if h.LeaseNamespace == "" {
@@ -118,6 +132,9 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 				defer stop()
 				leading.Store(true)
 				start := time.Now()
+				if err := markActive(lctx, client, ha.Pod, true); err != nil {
+					cfg.Logger.Warn("active pod not labelled: Service clients may not reach this RM", "pod", ha.Pod, "err", err)
+				}
 				shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 				standby.Shutdown(shutdown) // frees the web port for the active's
 				cancelShutdown()
@@ -152,6 +169,10 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 	standby = &http.Server{Handler: rest.NewStandbyHandler(rest.StandbyOptions{StartedOn: time.Now().UnixMilli(),
 		StateStore: "weft.rmfacade.state.kubestore", Active: elector.GetLeader}), ReadHeaderTimeout: 10 * time.Second}
 	go standby.Serve(ln)
+	// Restarted after losing the lead, this pod may still carry the label.
+	if err := markActive(ctx, client, ha.Pod, false); err != nil {
+		cfg.Logger.Warn("standby pod label not cleared", "pod", ha.Pod, "err", err)
+	}
 	cfg.Logger.Info("standby resource manager", "id", ha.ID, "web", ln.Addr().String(), "lease", ha.LeaseNamespace+"/"+ha.LeaseName)
 	// On ctx's end, let the active stop serving before the Lease goes.
 	go func() {
@@ -216,3 +237,34 @@ func (r *renewals) Update(ctx context.Context, ler resourcelock.LeaderElectionRe
 }
 
 func (r *renewals) last() time.Time { return time.Unix(0, r.lastNano.Load()) }
+
+// markActive labels pod ("namespace/name") as the active replica's, taking
+// the label off every other pod of the namespace first; or, with active
+// false, takes it off pod. Nothing to do without a pod.
+func markActive(ctx context.Context, client kubernetes.Interface, pod string, active bool) error {
+	ns, name, ok := strings.Cut(pod, "/")
+	if !ok {
+		return nil
+	}
+	pods := client.CoreV1().Pods(ns)
+	patch := func(name string, value any) error {
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{LabelActive: value}}})
+		_, err := pods.Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
+		return err
+	}
+	if !active {
+		return patch(name, nil)
+	}
+	others, err := pods.List(ctx, metav1.ListOptions{LabelSelector: LabelActive})
+	if err != nil {
+		return err
+	}
+	for _, o := range others.Items {
+		if o.Name != name {
+			if err := patch(o.Name, nil); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return patch(name, "true")
+}

@@ -63,6 +63,9 @@ type RM struct {
 	Bin, DataDir                       string
 	ClientAddr, SchedulerAddr, WebAddr string
 	Args                               []string
+	// HA: one of several replicas, whose client port stays closed while
+	// it is a standby; Start waits for its web port only.
+	HA bool
 
 	cmd  *exec.Cmd
 	mu   sync.Mutex
@@ -97,8 +100,10 @@ func (r *RM) Start(ctx context.Context) error {
 			return ctx.Err()
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", r.ClientAddr, time.Second); err == nil {
-			c.Close()
+		if c, err := net.DialTimeout("tcp", r.ClientAddr, time.Second); err == nil || r.HA {
+			if c != nil {
+				c.Close()
+			}
 			if resp, err := http.Get("http://" + r.WebAddr + "/ws/v1/cluster/info"); err == nil {
 				resp.Body.Close()
 				return nil
@@ -136,6 +141,16 @@ func (r *RM) Kill() error {
 	}
 	<-r.done
 	return nil
+}
+
+// Active says whether the RM answers YARN's /isActive as the active one.
+func (r *RM) Active() bool {
+	resp, err := http.Get("http://" + r.WebAddr + "/isActive")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // PID is the process id, 0 before Start.

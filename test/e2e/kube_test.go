@@ -31,6 +31,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
@@ -150,6 +151,26 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			lease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-tide", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+			// weft-rm leads its own Lease and labels its pod active, which
+			// the Service selects.
+			active, err := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{
+				LabelSelector: "app.kubernetes.io/name=weft-rm," + server.LabelActive + "=true"})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(active.Items).To(HaveLen(1))
+			rmLease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rmLease.Spec.HolderIdentity).To(HaveValue(Equal(active.Items[0].Name)))
+			slices, err := cluster.Client.DiscoveryV1().EndpointSlices("weft-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=weft-rm"})
+			g.Expect(err).NotTo(HaveOccurred())
+			var ready []string
+			for _, sl := range slices.Items {
+				for _, ep := range sl.Endpoints {
+					if ep.Conditions.Ready != nil && *ep.Conditions.Ready && ep.TargetRef != nil {
+						ready = append(ready, ep.TargetRef.Name)
+					}
+				}
+			}
+			g.Expect(ready).To(ConsistOf(active.Items[0].Name))
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
 		// The deployed weft-rm sees the node through the API server, and a

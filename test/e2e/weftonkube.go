@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,9 @@ import (
 // MiniDFSCluster, Java, Hadoop and Spark the node's own (host paths into
 // the node-runtime image).
 type WeftOnKube struct {
-	RM *RM
+	// RM is the first weft-rm; with HA, RMs are all replicas (rm1, rm2, ...).
+	RM  *RM
+	RMs []*RM
 	// Conf is the clients' HADOOP_CONF_DIR.
 	Conf string
 	Dist *hadoop.Dist
@@ -61,6 +64,11 @@ type WeftOnKubeOptions struct {
 	Profile string
 	// PluginArgs are the node plugin's extra flags.
 	PluginArgs []string
+	// HA, when 2 or more, runs that many weft-rm replicas under leader
+	// election with their state in the API server (namespace weft-system),
+	// and writes the clients' and containers' configuration with YARN's HA
+	// rm-ids; rm1 is started first and is the active.
+	HA int
 }
 
 // jobsNamespace holds the pods of YARN applications.
@@ -99,17 +107,28 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 7)
+	replicas := max(opts.HA, 1)
+	addrs := make([]string, 4+3*replicas)
 	for i := range addrs {
 		if addrs[i], err = FreeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	client, sched, web, nm, nmHTTP, shuffle := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
+	nm, nmHTTP, shuffle := addrs[0], addrs[1], addrs[2]
+	rms := map[string]hadoop.RMAddrs{}
+	for i := range replicas {
+		rms[fmt.Sprintf("rm%d", i+1)] = hadoop.RMAddrs{Client: addrs[4+3*i], Scheduler: addrs[5+3*i], Web: addrs[6+3*i]}
+	}
 	port := func(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 	w.NMHTTP = nmHTTP
 	w.Conf = filepath.Join(opts.Work, "conf")
-	if err := hadoop.WriteConfWithFS(w.Conf, client, sched, web, defaultFS); err != nil {
+	clusterID := "e2e-" + filepath.Base(opts.Work)
+	if opts.HA >= 2 {
+		err = hadoop.WriteHAConf(w.Conf, clusterID, rms, defaultFS)
+	} else {
+		err = hadoop.WriteConfWithFS(w.Conf, rms["rm1"].Client, rms["rm1"].Scheduler, rms["rm1"].Web, defaultFS)
+	}
+	if err != nil {
 		return nil, err
 	}
 
@@ -133,19 +152,40 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	if opts.Profile == "" {
 		opts.Profile = "plain"
 	}
-	runtimeFlags := []string{"--profile", opts.Profile, "--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", "e2e-" + filepath.Base(opts.Work),
+	runtimeFlags := []string{"--profile", opts.Profile, "--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", clusterID,
 		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
 		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--host-path", spark.Home,
 		"--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
 		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(opts.Work, "filecache"), "--nm-key-file", key,
 		"--container-log-root", w.LogRoot, "--container-local-root", w.LocalRoot}
-	w.RM = &RM{Bin: filepath.Join(opts.BinDir, "weft-rm"), DataDir: filepath.Join(opts.Work, "rm"), ClientAddr: client, SchedulerAddr: sched, WebAddr: web,
-		Args: append(append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"}, opts.RMArgs...), runtimeFlags...)}
-	if err := w.RM.Start(ctx); err != nil {
-		return nil, err
+	for i := range replicas {
+		id := fmt.Sprintf("rm%d", i+1)
+		a := rms[id]
+		rm := &RM{Bin: filepath.Join(opts.BinDir, "weft-rm"), DataDir: filepath.Join(opts.Work, id), ClientAddr: a.Client, SchedulerAddr: a.Scheduler,
+			WebAddr: a.Web, Args: append(append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"},
+				opts.RMArgs...), runtimeFlags...)}
+		if opts.HA >= 2 {
+			rm.HA = true
+			rm.Args = append(rm.Args, "--ha-id", id, "--state-namespace", "weft-system")
+		}
+		w.RMs = append(w.RMs, rm)
+		if err := rm.Start(ctx); err != nil {
+			return nil, err
+		}
+		// The first replica leads before the next starts.
+		for deadline := time.Now().Add(time.Minute); rm.HA && i == 0 && !rm.Active(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("%s did not become active: %s", id, rm.Logs())
+			}
+		}
+	}
+	w.RM = w.RMs[0]
+	var webs []string
+	for _, rm := range w.RMs {
+		webs = append(webs, rm.WebAddr)
 	}
 	w.plugin = exec.Command(filepath.Join(opts.BinDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP,
-		"--shuffle-address", shuffle, "--rm-webapp-address", web, "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)...)
+		"--shuffle-address", shuffle, "--rm-webapp-address", strings.Join(webs, ","), "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)...)
 	w.plugin.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
 	w.plugin.Stderr = w.plugin.Stdout
 	if err := w.plugin.Start(); err != nil {
@@ -164,8 +204,8 @@ func (w *WeftOnKube) PluginLogs() string {
 // Stop stops the processes it started, by PID.
 func (w *WeftOnKube) Stop() error {
 	var errs []error
-	if w.RM != nil {
-		errs = append(errs, w.RM.Stop())
+	for _, rm := range w.RMs {
+		errs = append(errs, rm.Stop())
 	}
 	if w.plugin != nil && w.plugin.Process != nil {
 		w.plugin.Process.Signal(os.Interrupt)

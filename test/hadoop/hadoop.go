@@ -10,10 +10,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -219,6 +221,42 @@ func WriteConf(dir, rmAddr, schedulerAddr, webAddr string) error {
 // WriteConfWithFS is WriteConf with fs.defaultFS set (when not empty), for
 // clients that also use HDFS.
 func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) error {
+	return writeConf(dir, map[string]string{
+		"yarn.resourcemanager.address":           rmAddr,
+		"yarn.resourcemanager.scheduler.address": schedulerAddr,
+		"yarn.resourcemanager.webapp.address":    webAddr,
+	}, defaultFS)
+}
+
+// RMAddrs are one ResourceManager's client, scheduler and web addresses.
+type RMAddrs struct{ Client, Scheduler, Web string }
+
+// WriteHAConf writes a HADOOP_CONF_DIR for ResourceManagers in HA, as
+// YARN documents it (ResourceManagerHA.html): yarn.resourcemanager.ha.enabled,
+// the rm-ids and each one's addresses, in the order given. Clients and AMs
+// then go through Hadoop's ConfiguredRMFailoverProxyProvider, which tries
+// the next rm-id when one refuses them. Failover sleeps are shortened from
+// their 30 s default (yarn.resourcemanager.connect.retry-interval.ms), as an
+// operator wanting fast failover sets them.
+func WriteHAConf(dir, clusterID string, rms map[string]RMAddrs, defaultFS string) error {
+	ids := slices.Sorted(maps.Keys(rms))
+	yarn := map[string]string{
+		"yarn.resourcemanager.ha.enabled":    "true",
+		"yarn.resourcemanager.ha.rm-ids":     strings.Join(ids, ","),
+		"yarn.resourcemanager.cluster-id":    clusterID,
+		"yarn.client.failover-sleep-base-ms": "500",
+		"yarn.client.failover-sleep-max-ms":  "2000",
+	}
+	for id, a := range rms {
+		yarn["yarn.resourcemanager.address."+id] = a.Client
+		yarn["yarn.resourcemanager.scheduler.address."+id] = a.Scheduler
+		yarn["yarn.resourcemanager.webapp.address."+id] = a.Web
+		yarn["yarn.resourcemanager.hostname."+id] = a.Client[:strings.LastIndexByte(a.Client, ':')]
+	}
+	return writeConf(dir, yarn, defaultFS)
+}
+
+func writeConf(dir string, yarn map[string]string, defaultFS string) error {
 	core := map[string]string{"hadoop.security.authentication": "simple"}
 	if defaultFS != "" {
 		core["fs.defaultFS"] = defaultFS
@@ -236,11 +274,7 @@ func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) erro
 		return b.String()
 	}
 	files := map[string]string{
-		"yarn-site.xml": site(map[string]string{
-			"yarn.resourcemanager.address":           rmAddr,
-			"yarn.resourcemanager.scheduler.address": schedulerAddr,
-			"yarn.resourcemanager.webapp.address":    webAddr,
-		}),
+		"yarn-site.xml": site(yarn),
 		"core-site.xml": site(core),
 		// MapReduce jobs go to YARN (here: Weft), not the local runner.
 		"mapred-site.xml": site(map[string]string{"mapreduce.framework.name": "yarn"}),
