@@ -69,6 +69,7 @@ bench:
 	$(GO) run ./test/bench/binding
 	$(GO) run ./test/bench/colocation
 	$(GO) run ./test/bench/tide
+	$(GO) run ./test/bench/failover
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

@@ -55,9 +55,9 @@ func main() {
 	flag.StringVar(&cfg.StateNamespace, "state-namespace", "", "keep the state store and master keys in Secrets of this namespace (with --kubeconfig) instead of --data-dir: they outlive the node, and HA needs it")
 	var ha server.HA
 	flag.StringVar(&ha.ID, "ha-id", "", "this replica's id among several (yarn.resourcemanager.ha.id): enables HA, one active by a Lease (needs --state-namespace)")
-	flag.DurationVar(&ha.LeaseDuration, "ha-lease-duration", 6*time.Second, "how long a standby waits on a silent active before taking over")
-	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 4*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
-	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", time.Second, "how often replicas try the Lease")
+	flag.DurationVar(&ha.LeaseDuration, "ha-lease-duration", 5*time.Second, "how long a standby waits on a silent active before taking over")
+	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 3*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
+	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
 	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
 	var logLevel slog.Level
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
