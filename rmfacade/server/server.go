@@ -231,7 +231,13 @@ func openState(cfg Config) (*state.Store, <-chan struct{}, error) {
 		store, err := state.OpenDir(cfg.DataDir)
 		return store, nil, err
 	}
-	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
+	// The store's own client, not rate-limited on this side: every state
+	// change of the RM is one write, and queueing them behind the
+	// launcher's and binder's calls would slow every client of the RM.
+	// The API server's priority and fairness bounds it instead.
+	rc := k8srest.CopyConfig(cfg.Kubernetes)
+	rc.QPS, rc.Burst = -1, 0
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
 	}
