@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded stop deploy images deps clean
 
 all: build
 
@@ -81,6 +81,22 @@ run:
 	@# the demo stops cleanly.
 	$(BIN)/weft-demo
 
+# Stops everything make run started, also from another terminal: the demo
+# (and its HDFS) if it still runs, the local cluster's daemons, and Weft's
+# pods and every container with them; then checks that the ports the run
+# used are free again, naming what still holds one.
+RUN_PORTS := 8032 8030 8088 8041 8042 13562 8020 26443 23790
+stop:
+	@pidf=.weft/demo/weft-demo.pid; if [ -f $$pidf ] && kill -0 $$(cat $$pidf) 2>/dev/null; then \
+	  echo "stop: the demo (HDFS)"; pid=$$(cat $$pidf); kill $$pid; \
+	  for i in $$(seq 100); do kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; fi
+	@echo "stop: the local cluster (test/kube/down.sh)"; test/kube/down.sh
+	@busy=; for p in $(RUN_PORTS); do \
+	  if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$$p" 2>/dev/null; then busy="$$busy $$p"; fi; done; \
+	if [ -n "$$busy" ]; then echo "stop: still listening on 127.0.0.1:$${busy# }"; \
+	  ss -ltnp 2>/dev/null | grep -E ":($$(echo $$busy | tr ' ' '|'))\s" || true; exit 1; fi; \
+	echo "stop: done; ports $(RUN_PORTS) are free"
+
 # The embedded default without Kubernetes: weft-rm alone on this machine
 # (state in .weft/data), a demo application submitted by the real Hadoop
 # client, then serving until Ctrl-C. HADOOP_CLIENT runs any yarn command
@@ -90,7 +106,8 @@ run-embedded: build
 	@mkdir -p .weft
 	@if curl -sf -o /dev/null http://127.0.0.1:8088/ws/v1/cluster/info; then \
 	  echo "run-embedded: 127.0.0.1:8088 already answers as a ResourceManager (an earlier weft-rm or make run?): stop it first"; exit 1; fi
-	@$(BIN)/weft-rm --data-dir .weft/data 2>.weft/weft-rm.log & pid=$$!; \
+	@# 250m a vcore, as make run's cluster (deploy/overlays/local) counts them.
+	@$(BIN)/weft-rm --data-dir .weft/data --milli-cpu-per-vcore 250 2>.weft/weft-rm.log & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid; exit 0' EXIT INT TERM; \
 	for i in $$(seq 50); do curl -sf http://127.0.0.1:8088/ws/v1/cluster/info >/dev/null && break; sleep 0.2; done; \
 	kill -0 $$pid 2>/dev/null || { cat .weft/weft-rm.log; exit 1; }; \

@@ -517,7 +517,10 @@ func (s *Server) registerLocalNode() error {
 	}
 	return s.Manager.PutNode(&records.Node{
 		ID: host + ":8041", Host: host, Port: 8041, Rack: "/default-rack", HTTPAddress: host + ":8042",
-		State: records.NodeRunning, Capability: records.Resource{MemoryMB: physicalMemoryMB(), VCores: int32(runtime.NumCPU())},
+		// Vcores as a cluster node's are counted (--milli-cpu-per-vcore), so
+		// one machine shows the same vcores embedded and on Kubernetes.
+		State: records.NodeRunning, Capability: records.Resource{MemoryMB: physicalMemoryMB(),
+			VCores: int32(int64(runtime.NumCPU()) * 1000 / s.cfg.Launcher.Profile.VCoreMilli())},
 		LastHealthUpdate: time.Now().UnixMilli(),
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/test/kube/images"
+	"github.com/weft-sh/weft/translator"
 )
 
 // WeftOnKube is Weft run as processes beside a local cluster, the way a
@@ -43,7 +44,10 @@ type WeftOnKube struct {
 	LocalRoot, LogRoot string
 
 	plugin *exec.Cmd
-	logsMu sync.Mutex
+	// cluster and clusterID find this run's pods and Secrets, to remove.
+	cluster   *kube.Cluster
+	clusterID string
+	logsMu    sync.Mutex
 	logs   bytes.Buffer
 	dfs    *hadoop.Service
 }
@@ -123,6 +127,7 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	w.NMHTTP = nmHTTP
 	w.Conf = filepath.Join(opts.Work, "conf")
 	clusterID := "e2e-" + filepath.Base(opts.Work)
+	w.cluster, w.clusterID = opts.Cluster, clusterID
 	if opts.HA >= 2 {
 		err = hadoop.WriteHAConf(w.Conf, clusterID, rms, defaultFS)
 	} else {
@@ -213,6 +218,16 @@ func (w *WeftOnKube) Stop() error {
 	}
 	if w.dfs != nil {
 		w.dfs.Stop()
+	}
+	// What the run left in the cluster (pods of applications it did not
+	// finish, their launch Secrets) would show up under `make run`.
+	if w.cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		zero := int64(0)
+		sel := metav1.ListOptions{LabelSelector: translator.Selector(w.clusterID)}
+		errs = append(errs, w.cluster.Client.CoreV1().Pods(jobsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel),
+			w.cluster.Client.CoreV1().Secrets(jobsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
 	}
 	return errors.Join(errs...)
 }

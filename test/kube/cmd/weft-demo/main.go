@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"regexp"
 	"sort"
 	"strings"
@@ -64,6 +65,12 @@ func run(ctx context.Context) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
+	// make stop ends this process (and so HDFS) by its PID.
+	pidFile := filepath.Join(work, "weft-demo.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(pidFile)
 
 	step("local Kubernetes (test/kube/up.sh; the first run builds it, a few minutes)")
 	cluster, err := kube.Up(ctx)
