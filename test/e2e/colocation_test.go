@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -243,8 +244,23 @@ func (y *yarnOnKube) sleepJob(ctx context.Context, args ...string) *runningJob {
 	Expect(y.dist.Classpath).To(ContainSubstring(tests))
 	cmd := y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.mapreduce.SleepJob",
 		append([]string{"-Dmapreduce.map.memory.mb=512", "-Dyarn.app.mapreduce.am.resource.mb=768"}, args...)...)
-	j := &runningJob{done: make(chan struct{}), before: map[string]bool{}}
-	for _, id := range y.appsNamed("Sleep job") {
+	return y.startJob(ctx, "Sleep job", cmd)
+}
+
+// exampleJob starts `hadoop jar hadoop-mapreduce-examples-<v>.jar args...`,
+// whose application is named name.
+func (y *yarnOnKube) exampleJob(ctx context.Context, name string, args ...string) *runningJob {
+	GinkgoHelper()
+	ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
+	Expect(err).NotTo(HaveOccurred())
+	return y.startJob(ctx, name, y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", append([]string{ex}, args...)...))
+}
+
+// startJob starts a job's client, whose application is named name.
+func (y *yarnOnKube) startJob(ctx context.Context, name string, cmd *exec.Cmd) *runningJob {
+	GinkgoHelper()
+	j := &runningJob{name: name, done: make(chan struct{}), before: map[string]bool{}}
+	for _, id := range y.appsNamed(name) {
 		j.before[id] = true
 	}
 	cmd.Stdout, cmd.Stderr = j, j
@@ -261,6 +277,7 @@ func (y *yarnOnKube) sleepJob(ctx context.Context, args ...string) *runningJob {
 
 // runningJob is a client process running a job.
 type runningJob struct {
+	name string // its application's
 	mu   sync.Mutex
 	out  bytes.Buffer
 	done chan struct{}
@@ -291,14 +308,21 @@ func (j *runningJob) waitRunning(ctx context.Context, y *yarnOnKube, n int) stri
 		if err := j.failed(); err != nil {
 			StopTrying(err.Error()).Now()
 		}
-		for _, id := range y.appsNamed("Sleep job") {
-			if !j.before[id] {
-				app = id
-			}
-		}
+		app = j.app(y)
 		g.Expect(app).NotTo(BeEmpty(), "submitted")
 		g.Expect(y.runningPods(ctx, app)).To(Equal(n))
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	return app
+}
+
+// app is the job's application id, once submitted.
+func (j *runningJob) app(y *yarnOnKube) string {
+	app := ""
+	for _, id := range y.appsNamed(j.name) {
+		if !j.before[id] {
+			app = id
+		}
+	}
 	return app
 }
 

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/weft-sh/weft/test/hadoop"
@@ -89,6 +90,48 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 			To(Equal(3), y.PluginLogs())
 		Expect(y.rm.Logs()).To(ContainSubstring("resync=true"), "the AM re-registered with the restarted RM")
 	}, SpecTimeout(8*time.Minute))
+
+	It("keeps a TeraSort through kill -9 of the node plugin in its shuffle: reducers resume their fetches, no task re-run, SUCCEEDED", func(ctx SpecContext) {
+		y := yarn()
+		// Eight input files, eight maps; the reducers start with the first
+		// map (slowstart 0) and shuffle while the others run. Speculation
+		// off: a stalled reducer would not be rescued, it would fail the
+		// spec.
+		y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=8", "200000", "/user/alice/tera-in-8")
+		job := y.exampleJob(ctx, "TeraSort", "terasort", "-Dmapreduce.job.reduces=2", "-Dmapreduce.job.reduce.slowstart.completedmaps=0",
+			"-Dmapreduce.map.speculative=false", "-Dmapreduce.reduce.speculative=false", "/user/alice/tera-in-8", "/user/alice/tera-out-8")
+		var app string
+		// A map has finished (its output waits on the node's shuffle
+		// service) while the reducers and other maps run.
+		Eventually(func(g Gomega) {
+			if err := job.failed(); err != nil {
+				StopTrying(err.Error()).Now()
+			}
+			app = job.app(y)
+			g.Expect(app).NotTo(BeEmpty())
+			done := 0
+			for _, p := range y.appPods(ctx, app) {
+				if p.Status.Phase == corev1.PodSucceeded {
+					done++
+				}
+			}
+			g.Expect(done).To(BeNumerically(">=", 1))
+			g.Expect(y.runningPods(ctx, app)).To(BeNumerically(">=", 3))
+		}).WithTimeout(4 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(y.KillPlugin()).To(Succeed())
+		time.Sleep(3 * time.Second) // a container restart's worth of absence
+		Expect(y.StartPlugin()).To(Succeed())
+		start := time.Now()
+		Expect(job.wait()).To(Succeed(), job.output())
+		GinkgoWriter.Printf("TeraSort finished %s after the node plugin came back\n", time.Since(start))
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		// No map was run again for lost output, no reducer replaced: the
+		// node started the 8 maps and 2 reducers, nothing more.
+		Expect(strings.Count(y.PluginLogs(), `msg="container started" container=container_`+strings.TrimPrefix(app, "application_"))).
+			To(Equal(10), y.PluginLogs())
+	}, SpecTimeout(10*time.Minute))
 
 	It("keeps a Spark job through kill -9 of weft-rm: same application, one attempt, SUCCEEDED", func(ctx SpecContext) {
 		y := yarn()

@@ -43,13 +43,15 @@ type WeftOnKube struct {
 	// directories.
 	LocalRoot, LogRoot string
 
-	plugin *exec.Cmd
+	plugin     *exec.Cmd
+	pluginBin  string
+	pluginArgs []string
 	// cluster and clusterID find this run's pods and Secrets, to remove.
 	cluster   *kube.Cluster
 	clusterID string
 	logsMu    sync.Mutex
-	logs   bytes.Buffer
-	dfs    *hadoop.Service
+	logs      bytes.Buffer
+	dfs       *hadoop.Service
 }
 
 // WeftOnKubeOptions configures StartWeftOnKube.
@@ -189,14 +191,35 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	for _, rm := range w.RMs {
 		webs = append(webs, rm.WebAddr)
 	}
-	w.plugin = exec.Command(filepath.Join(opts.BinDir, "weft-nodeplugin"), append([]string{"--address", nm, "--http-address", nmHTTP,
-		"--shuffle-address", shuffle, "--rm-webapp-address", strings.Join(webs, ","), "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)...)
+	w.pluginBin = filepath.Join(opts.BinDir, "weft-nodeplugin")
+	w.pluginArgs = append([]string{"--address", nm, "--http-address", nmHTTP,
+		"--shuffle-address", shuffle, "--rm-webapp-address", strings.Join(webs, ","), "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)
+	if err := w.StartPlugin(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// StartPlugin starts the node plugin (again, after KillPlugin: as the
+// kubelet restarts its DaemonSet pod's container).
+func (w *WeftOnKube) StartPlugin() error {
+	w.plugin = exec.Command(w.pluginBin, w.pluginArgs...)
 	w.plugin.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
 	w.plugin.Stderr = w.plugin.Stdout
 	if err := w.plugin.Start(); err != nil {
-		return nil, fmt.Errorf("weft-nodeplugin: %w", err)
+		return fmt.Errorf("weft-nodeplugin: %w", err)
 	}
-	return w, nil
+	return nil
+}
+
+// KillPlugin kills the node plugin outright (SIGKILL): its listeners close
+// mid-request, nothing is flushed.
+func (w *WeftOnKube) KillPlugin() error {
+	if err := w.plugin.Process.Kill(); err != nil {
+		return err
+	}
+	w.plugin.Wait()
+	return nil
 }
 
 // PluginLogs is what the node plugin printed.
@@ -212,7 +235,7 @@ func (w *WeftOnKube) Stop() error {
 	for _, rm := range w.RMs {
 		errs = append(errs, rm.Stop())
 	}
-	if w.plugin != nil && w.plugin.Process != nil {
+	if w.plugin != nil && w.plugin.Process != nil && w.plugin.ProcessState == nil {
 		w.plugin.Process.Signal(os.Interrupt)
 		w.plugin.Wait()
 	}

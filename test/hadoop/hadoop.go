@@ -257,6 +257,12 @@ func WriteHAConf(dir, clusterID string, rms map[string]RMAddrs, defaultFS string
 }
 
 func writeConf(dir string, yarn map[string]string, defaultFS string) error {
+	// Weft's node plugin is a NodeManager with recovery: its restart keeps
+	// the containers and the map outputs it serves. Saying so makes
+	// MapReduce's reducers retry a fetch across the restart
+	// (mapreduce.reduce.shuffle.fetch.retry.enabled defaults to this)
+	// instead of penalizing the node, as on a YARN cluster with NM recovery.
+	yarn["yarn.nodemanager.recovery.enabled"] = "true"
 	core := map[string]string{"hadoop.security.authentication": "simple"}
 	if defaultFS != "" {
 		core["fs.defaultFS"] = defaultFS
