@@ -33,6 +33,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/test/kube/images"
@@ -132,6 +133,10 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 				list, _ := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{})
 				return list.Items
 			}).WithTimeout(time.Minute).Should(BeEmpty())
+			// The deployed weft-rm's state outlives it in the API server by
+			// design; a later `make run` must not find this suite's.
+			_ = cluster.Client.CoreV1().Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=weft-rm-state"})
 		})
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
