@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded stop deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded stop newcomer-test deploy images deps clean
 
 all: build
 
@@ -30,7 +30,7 @@ verify-generate: generate
 deps:
 	@command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
 
-test: deps verify-generate unit-test e2e-test
+test: deps verify-generate unit-test e2e-test newcomer-test
 
 unit-test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -42,6 +42,11 @@ unit-test:
 # time, then ginkgo's summary with counts and the failures' key lines.
 e2e-test: build
 	$(GO) test -count=1 -timeout 60m -v ./test/e2e/ -ginkgo.v
+
+# A new user's first hour, scripted: make run, the printed pi command,
+# make stop, make run-embedded (test/newcomer.sh).
+newcomer-test:
+	test/newcomer.sh
 
 # Short fuzzing pass over the wire parsers (seed corpora are committed).
 fuzz:

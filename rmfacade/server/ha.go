@@ -135,9 +135,6 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 				defer stop()
 				leading.Store(true)
 				start := time.Now()
-				if err := markActive(lctx, client, ha.Pod, true); err != nil {
-					cfg.Logger.Warn("active pod not labelled: Service clients may not reach this RM", "pod", ha.Pod, "err", err)
-				}
 				shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 				standby.Shutdown(shutdown) // frees the web port for the active's
 				cancelShutdown()
@@ -145,6 +142,10 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 					srv, err := New(cfg)
 					if err != nil {
 						return err
+					}
+					// Its ports are bound: the Service may send clients now.
+					if err := markActive(lctx, client, ha.Pod, true); err != nil {
+						cfg.Logger.Warn("active pod not labelled: Service clients may not reach this RM", "pod", ha.Pod, "err", err)
 					}
 					cfg.Logger.Info("active resource manager", "id", ha.ID, "tookOverIn", time.Since(start).Round(time.Millisecond))
 					return srv.Serve(sctx)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The first hour of a new user, scripted (issue 15), as `make test`'s last
+# step: `make run` in the background; the MapReduce command it prints, run
+# verbatim, must SUCCEED with its estimate on the console; the demo's worker
+# log must hold its echo; `make stop` must leave no process of the run and
+# its ports free; then `make run-embedded` must start cleanly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.weft/newcomer
+rm -rf "$out" && mkdir -p "$out"
+say() { echo "newcomer: $*"; }
+fail() {
+  say "FAILED: $*"
+  for f in "$out"/*.log; do echo "---- $f (last 40 lines)"; tail -40 "$f"; done
+  make stop >/dev/null 2>&1 || true
+  exit 1
+}
+
+say "make run (in the background; log $out/run.log)"
+make run >"$out/run.log" 2>&1 &
+run=$!
+for _ in $(seq 1200); do
+  grep -q 'jar examples pi' "$out/run.log" && break
+  kill -0 "$run" 2>/dev/null || fail "make run exited before printing its commands"
+  sleep 1
+done
+grep -q 'jar examples pi' "$out/run.log" || fail "make run printed no commands within 20 minutes"
+grep -q 'hello from Weft' "$out/run.log" || fail "the demo's worker log does not hold its echo"
+say "the demo's worker log holds its echo: $(grep -m1 'hello from Weft' "$out/run.log" | xargs)"
+
+cmd=$(grep -m1 -o 'go run .* jar examples pi 4 1000' "$out/run.log")
+say "running the printed command verbatim: $cmd"
+bash -c "$cmd" >"$out/pi.log" 2>&1 || fail "the printed pi command failed"
+grep -q 'Estimated value of Pi is 3\.1' "$out/pi.log" || fail "no estimate of pi on the console"
+grep -Eq "Job job_[0-9_]+ completed successfully" "$out/pi.log" || fail "the job did not complete successfully"
+say "$(grep -m1 'Estimated value of Pi' "$out/pi.log")"
+[ -z "$(git status --porcelain --untracked-files=all -- . ':!.weft')" ] || fail "the run left files in the repository: $(git status --porcelain | head)"
+
+say "make stop"
+make stop >"$out/stop.log" 2>&1 || fail "make stop"
+for _ in $(seq 50); do kill -0 "$run" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$run" 2>/dev/null && fail "make run still runs after make stop"
+wait "$run" || true
+cat "$out/stop.log"
+
+say "make run-embedded"
+make run-embedded >"$out/embedded.log" 2>&1 &
+emb=$!
+for _ in $(seq 300); do
+  grep -q 'Look: REST' "$out/embedded.log" && break
+  kill -0 "$emb" 2>/dev/null || fail "make run-embedded exited"
+  sleep 1
+done
+grep -q 'Look: REST' "$out/embedded.log" || fail "make run-embedded did not come up"
+grep -q 'weft-demo' "$out/embedded.log" || fail "make run-embedded listed no demo application"
+# Its weft-rm is make's child: end it as Ctrl-C does, through make's trap.
+pkill -INT -P "$emb" 2>/dev/null || true
+kill -INT "$emb" 2>/dev/null || true
+for _ in $(seq 50); do kill -0 "$emb" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$emb" 2>/dev/null && fail "make run-embedded did not stop on Ctrl-C"
+if timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8088' 2>/dev/null; then fail "8088 still held after make run-embedded stopped"; fi
+say "passed: make run → printed pi command SUCCEEDED → make stop (ports free) → make run-embedded"
