@@ -174,7 +174,7 @@ Look:
   pods   %[2]s get pods -n weft-jobs -L weft.io/tier,weft.io/app
   Weft   %[2]s get pods -n weft-system
   logs   http://127.0.0.1:8042/node/containerlogs/<container id>/<user>
-HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up until `make stop`, which stops all of it.
+HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up until "make stop", which stops all of it.
 `, webAddr, kubectl, defaultFS, rel, client, who)
 	<-ctx.Done()
 	return nil
