@@ -207,7 +207,9 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 		} else if err != nil {
 			return err
 		}
-		if k := u.GetKind(); k == "Deployment" || k == "DaemonSet" {
+		// weft-rm and the node plugin run Hadoop; the tidal controller does
+		// not, and refuses flags it does not know.
+		if k := u.GetKind(); (k == "Deployment" || k == "DaemonSet") && (u.GetName() == "weft-rm" || u.GetName() == "weft-nodeplugin") {
 			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 			c := containers[0].(map[string]any)
 			c["args"] = append(c["args"].([]any), extra...)
