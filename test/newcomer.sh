@@ -32,7 +32,18 @@ cmd=$(grep -m1 -o 'go run .* jar examples pi 4 1000' "$out/run.log")
 say "running the printed command verbatim: $cmd"
 bash -c "$cmd" >"$out/pi.log" 2>&1 || fail "the printed pi command failed"
 grep -q 'Estimated value of Pi is 3\.1' "$out/pi.log" || fail "no estimate of pi on the console"
-grep -Eq "Job job_[0-9_]+ completed successfully" "$out/pi.log" || fail "the job did not complete successfully"
+client=${cmd% jar examples*}
+# The newest pi application (the state keeps earlier runs'), once its AM
+# container has exited after unregistering (FINISHING reads RUNNING).
+for _ in $(seq 30); do
+  $client yarn application -list -appStates ALL >"$out/list.log" 2>&1 || fail "yarn application -list"
+  app=$(grep -Eo 'application_[0-9]+_[0-9]+\s+QuasiMonteCarlo' "$out/list.log" | awk '{print $1}' | sort | tail -1)
+  [ -n "$app" ] || fail "no QuasiMonteCarlo application listed"
+  grep -Eq "^$app\s.*FINISHED\s+SUCCEEDED" "$out/list.log" && break
+  sleep 2
+done
+grep -Eq "^$app\s.*FINISHED\s+SUCCEEDED" "$out/list.log" || fail "$app is not FINISHED SUCCEEDED"
+say "$app FINISHED SUCCEEDED"
 say "$(grep -m1 'Estimated value of Pi' "$out/pi.log")"
 [ -z "$(git status --porcelain --untracked-files=all -- . ':!.weft')" ] || fail "the run left files in the repository: $(git status --porcelain | head)"
 
