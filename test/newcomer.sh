@@ -12,6 +12,7 @@ say() { echo "newcomer: $*"; }
 fail() {
   say "FAILED: $*"
   for f in "$out"/*.log; do echo "---- $f (last 40 lines)"; tail -40 "$f"; done
+  [ -n "${emb:-}" ] && kill -TERM -- "-$emb" 2>/dev/null
   make stop >/dev/null 2>&1 || true
   exit 1
 }
@@ -55,8 +56,13 @@ wait "$run" || true
 cat "$out/stop.log"
 
 say "make run-embedded"
+# Its own process group, as a terminal's foreground job: Ctrl-C (SIGINT to
+# the group) is what stops it, and a background job of a script would
+# ignore SIGINT.
+set -m
 make run-embedded >"$out/embedded.log" 2>&1 &
 emb=$!
+set +m
 for _ in $(seq 300); do
   grep -q 'Look: REST' "$out/embedded.log" && break
   kill -0 "$emb" 2>/dev/null || fail "make run-embedded exited"
@@ -64,10 +70,8 @@ for _ in $(seq 300); do
 done
 grep -q 'Look: REST' "$out/embedded.log" || fail "make run-embedded did not come up"
 grep -q 'weft-demo' "$out/embedded.log" || fail "make run-embedded listed no demo application"
-# Its weft-rm is make's child: end it as Ctrl-C does, through make's trap.
-pkill -INT -P "$emb" 2>/dev/null || true
-kill -INT "$emb" 2>/dev/null || true
-for _ in $(seq 50); do kill -0 "$emb" 2>/dev/null || break; sleep 0.2; done
+kill -INT -- "-$emb" # Ctrl-C
+for _ in $(seq 100); do kill -0 "$emb" 2>/dev/null || break; sleep 0.2; done
 kill -0 "$emb" 2>/dev/null && fail "make run-embedded did not stop on Ctrl-C"
 if timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8088' 2>/dev/null; then fail "8088 still held after make run-embedded stopped"; fi
 say "passed: make run → printed pi command SUCCEEDED → make stop (ports free) → make run-embedded"
