@@ -17,15 +17,20 @@ fail() {
   exit 1
 }
 
+# until_logged PATTERN LOG PID SECONDS WHAT: waits for PATTERN in LOG while PID runs.
+until_logged() {
+  for _ in $(seq "$4"); do
+    grep -q "$1" "$2" && return
+    kill -0 "$3" 2>/dev/null || fail "$5 exited"
+    sleep 1
+  done
+  fail "$5: no '$1' in $2 within $4 s"
+}
+
 say "make run (in the background; log $out/run.log)"
 make run >"$out/run.log" 2>&1 &
 run=$!
-for _ in $(seq 1200); do
-  grep -q 'jar examples pi' "$out/run.log" && break
-  kill -0 "$run" 2>/dev/null || fail "make run exited before printing its commands"
-  sleep 1
-done
-grep -q 'jar examples pi' "$out/run.log" || fail "make run printed no commands within 20 minutes"
+until_logged 'jar examples pi' "$out/run.log" "$run" 1200 "make run"
 grep -q 'hello from Weft' "$out/run.log" || fail "the demo's worker log does not hold its echo"
 say "the demo's worker log holds its echo: $(grep -m1 'hello from Weft' "$out/run.log" | xargs)"
 
@@ -63,12 +68,7 @@ set -m
 make run-embedded >"$out/embedded.log" 2>&1 &
 emb=$!
 set +m
-for _ in $(seq 300); do
-  grep -q 'Look: REST' "$out/embedded.log" && break
-  kill -0 "$emb" 2>/dev/null || fail "make run-embedded exited"
-  sleep 1
-done
-grep -q 'Look: REST' "$out/embedded.log" || fail "make run-embedded did not come up"
+until_logged 'Look: REST' "$out/embedded.log" "$emb" 300 "make run-embedded"
 grep -q 'weft-demo' "$out/embedded.log" || fail "make run-embedded listed no demo application"
 kill -INT -- "-$emb" # Ctrl-C
 for _ in $(seq 100); do kill -0 "$emb" 2>/dev/null || break; sleep 0.2; done

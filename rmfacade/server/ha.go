@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/weft-sh/weft/rmfacade/rest"
+	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 )
 
 // HA configures weft-rm as one of several replicas, one active by leader
@@ -171,7 +172,7 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 		return fmt.Errorf("listen %s: %w", cfg.WebAddr, err)
 	}
 	standby = &http.Server{Handler: rest.NewStandbyHandler(rest.StandbyOptions{StartedOn: time.Now().UnixMilli(),
-		StateStore: "weft.rmfacade.state.kubestore", Active: elector.GetLeader}), ReadHeaderTimeout: 10 * time.Second}
+		StateStore: kubestore.StoreName, Active: elector.GetLeader}), ReadHeaderTimeout: 10 * time.Second}
 	go standby.Serve(ln)
 	// Restarted after losing the lead, this pod may still carry the label.
 	if err := markActive(ctx, client, ha.Pod, false); err != nil {
@@ -196,14 +197,14 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 	elector.Run(electing)
 	standby.Close()
 	mu.Lock()
-	done, err := served, runErr
+	done := served
 	mu.Unlock()
 	if done != nil {
-		<-done
-		mu.Lock()
-		err = runErr
-		mu.Unlock()
+		<-done // the active's Serve has returned and set runErr
 	}
+	mu.Lock()
+	err = runErr
+	mu.Unlock()
 	switch {
 	case err != nil:
 		return err

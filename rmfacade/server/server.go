@@ -252,7 +252,7 @@ func openState(cfg Config) (*state.Store, <-chan struct{}, error) {
 // stateStoreName is the state store's name in REST cluster info.
 func (s *Server) stateStoreName() string {
 	if s.fenced != nil {
-		return "weft.rmfacade.state.kubestore"
+		return kubestore.StoreName
 	}
 	return ""
 }
@@ -264,13 +264,19 @@ func (s *Server) masterKey(name string) ([]byte, error) {
 	if s.fenced == nil {
 		return state.LoadOrCreateKey(s.cfg.DataDir, name+".key")
 	}
+	return s.keyFromSecret(s.cfg.StateNamespace, s.cfg.Launcher.ClusterID+"-"+name)
+}
+
+// keyFromSecret reads a master key from a Secret, creating it on first
+// start.
+func (s *Server) keyFromSecret(namespace, name string) ([]byte, error) {
 	client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return nmtokens.KeyFromSecret(ctx, client, s.cfg.StateNamespace, s.cfg.Launcher.ClusterID+"-"+name, true)
+	return nmtokens.KeyFromSecret(ctx, client, namespace, name, true)
 }
 
 func (s *Server) init() error {
@@ -374,13 +380,7 @@ func (s *Server) nmKey() ([]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("NM key secret %q is not namespace/name", s.cfg.NMKeySecret)
 		}
-		client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
-		if err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return nmtokens.KeyFromSecret(ctx, client, ns, name, true)
+		return s.keyFromSecret(ns, name)
 	}
 	path := s.cfg.NMKeyFile
 	if path == "" {

@@ -70,6 +70,10 @@ const (
 	recordChunk    = "chunk"
 )
 
+// StoreName names this store in the RM's REST cluster info
+// (rmStateStoreName, where YARN names its ZKRMStateStore class).
+const StoreName = "weft.rmfacade.state.kubestore"
+
 // ErrFenced is returned by Commit once another writer has taken the log
 // (or MayWrite said no): this store will write nothing more.
 var ErrFenced = errors.New("kubestore: another ResourceManager has taken over the state store")
