@@ -36,12 +36,17 @@ unit-test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/) ./test/e2e/cmd/... ./test/hadoop/cmd/...
 
 # The end-to-end suites narrate: each spec as it runs and ends, with its
-# time, then ginkgo's summary with counts and the failures' key lines.
+# time, then ginkgo's summary with counts and the failures' key lines. On a
+# failure the last lines printed are a digest (seed, each failure's message
+# and the spec that ran before it), for logs read from their tail.
+E2E_REPORT := $(CURDIR)/.weft/e2e-report.json
 e2e-test: build
-	$(GO) test -count=1 -timeout 60m -v ./test/e2e/ -ginkgo.v
+	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)
+	$(GO) test -count=1 -timeout 60m -v ./test/e2e/ -ginkgo.v -ginkgo.json-report=$(E2E_REPORT) || \
+		{ rc=$$?; [ ! -f $(E2E_REPORT) ] || $(GO) run ./test/e2e/cmd/e2e-digest $(E2E_REPORT); exit $$rc; }
 
 # A new user's first hour, scripted: make run, the printed pi command,
 # make stop, make run-embedded (test/newcomer.sh).

@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/weft-sh/weft/scheduler/podbinder"
@@ -242,9 +243,41 @@ func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int, abort 
 		}
 		app = y.appByName(name)
 		g.Expect(app).NotTo(BeEmpty())
-		g.Expect(y.runningPods(ctx, app)).To(Equal(n))
+		g.Expect(y.runningPods(ctx, app)).To(Equal(n), func() string { return y.describePods(ctx, app) })
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return app
+}
+
+// describePods is, for a failure message, each pod of app (phase, tier,
+// why it is not running) and what else requests resources on the nodes.
+func (y *yarnOnKube) describePods(ctx context.Context, app string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pods of %s:\n", app)
+	for _, p := range y.appPods(ctx, app) {
+		why := p.Status.Reason
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				why += " " + string(c.Type) + ": " + c.Message
+			}
+		}
+		fmt.Fprintf(&b, "  %s %s tier=%s %s\n", p.Name, p.Status.Phase, p.Labels[translator.LabelTier], why)
+	}
+	others, err := y.cluster.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
+	if err != nil {
+		return b.String() + err.Error()
+	}
+	b.WriteString("other pods not ended:\n")
+	for _, p := range others.Items {
+		if p.Labels[translator.LabelApp] == app {
+			continue
+		}
+		var cpu resource.Quantity
+		for _, c := range p.Spec.Containers {
+			cpu.Add(*c.Resources.Requests.Cpu())
+		}
+		fmt.Fprintf(&b, "  %s/%s %s on %q cpu=%s deleting=%v\n", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, cpu.String(), p.DeletionTimestamp != nil)
+	}
+	return b.String()
 }
 
 // runningPods counts an application's pods that are running.
