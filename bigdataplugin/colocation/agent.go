@@ -235,7 +235,7 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		a.events.Eventf(&node, corev1.EventTypeNormal, ReasonRecovered, "colocation agent measures and enforces again (was: %s)", a.problem)
 		a.problem = ""
 	}
-	a.publish(ctx, &node, now, d.Offer, alloc, cfg, cooldownUntil)
+	a.publish(ctx, &node, now, d.Offer, alloc, cfg, cooldownUntil, &u)
 	a.opts.Metrics.observe(u, d, limits)
 	return reconcile.Result{RequeueAfter: interval}, nil
 }
@@ -392,14 +392,14 @@ func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, rea
 		a.problem = msg
 	}
 	a.hyst.Reset()
-	a.publish(ctx, node, now, Amount{}, Amount{}, a.opts.Defaults, time.Time{})
+	a.publish(ctx, node, now, Amount{}, Amount{}, a.opts.Defaults, time.Time{}, nil)
 }
 
 // publish writes offer into the Node's capacity and allocatable as the
 // profile's extended resources, so that the kubelet admits batch pods by
 // it and weft-rm schedules by it; and the heartbeat that says the number
-// is current.
-func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, alloc Amount, cfg Config, cooldownUntil time.Time) {
+// is current, with the measurement u it came from (nil, blind: none).
+func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, alloc Amount, cfg Config, cooldownUntil time.Time, u *Usage) {
 	bytes, milli := a.opts.Profile.Amounts(node.Status.Allocatable)
 	shown := Amount{MilliCPU: milli, Memory: bytes}
 	_, present := node.Status.Allocatable[a.opts.Profile.CPU]
@@ -423,7 +423,12 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 	if now.Sub(a.lastHeartbeat) < a.opts.HeartbeatInterval {
 		return
 	}
-	ann := map[string]any{translator.AnnotationReclaimedAt: now.UTC().Format(time.RFC3339)}
+	ann := map[string]any{translator.AnnotationReclaimedAt: now.UTC().Format(time.RFC3339), translator.AnnotationUtilization: nil}
+	if u != nil {
+		ann[translator.AnnotationUtilization] = translator.NodeUtilization{At: u.At.UTC(),
+			NodeMilliCPU: u.Online.MilliCPU + u.Batch.MilliCPU, NodeMemory: u.NodeMemory,
+			BatchMilliCPU: u.Batch.MilliCPU, BatchMemory: u.Batch.Memory}.String()
+	}
 	if !cooldownUntil.IsZero() {
 		ann[AnnotationCooldownUntil] = cooldownUntil.UTC().Format(time.RFC3339)
 	}

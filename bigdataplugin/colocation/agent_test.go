@@ -169,6 +169,11 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			if n.node().Annotations[translator.AnnotationReclaimedAt] == "" {
 				t.Error("no heartbeat")
 			}
+			// With the heartbeat, the measurement, for the RM's nodes view.
+			u, err := translator.ParseNodeUtilization(n.node().Annotations[translator.AnnotationUtilization])
+			if want := (translator.NodeUtilization{At: u.At, NodeMilliCPU: 2000, NodeMemory: 8 * gib, BatchMilliCPU: 500, BatchMemory: gib}); err != nil || u != want || u.At.IsZero() {
+				t.Errorf("utilization %+v (%v), want %+v", u, err, want)
+			}
 			fs := tree.FS()
 			if q, p, err := fs.CPUQuota("kubepods/besteffort"); err != nil || q != 490*time.Millisecond || p != 100*time.Millisecond {
 				t.Errorf("box quota %s per %s (%v), want 490ms per 100ms", q, p, err)
@@ -330,12 +335,18 @@ func TestAgentFailSafe(t *testing.T) {
 		t.Fatal("nothing offered on a quiet node")
 	}
 	quota, _, _ := tree.FS().CPUQuota("kubepods/besteffort")
+	if _, ok := n.node().Annotations[translator.AnnotationUtilization]; !ok {
+		t.Error("no measurement on the Node")
+	}
 
 	os.Remove(filepath.Join(n.proc, "meminfo"))
 	n.agent.Reconcile(context.Background(), reconcile.Request{})
 	n.agent.Reconcile(context.Background(), reconcile.Request{})
 	if c, m, _ := n.published(); c != 0 || m != 0 {
 		t.Errorf("blind agent offers %dm %d bytes", c, m)
+	}
+	if u, ok := n.node().Annotations[translator.AnnotationUtilization]; ok {
+		t.Errorf("blind agent left its last measurement on the Node: %s", u)
 	}
 	if e := n.event(ReasonBlind); !strings.Contains(e, "meminfo") {
 		t.Errorf("event %q, want one naming meminfo", e)

@@ -173,12 +173,21 @@ func splitNodeID(id string) (string, int32) {
 }
 
 func nodeReport(n *records.Node) *yarnpb.NodeReportProto {
-	return &yarnpb.NodeReportProto{
+	r := &yarnpb.NodeReportProto{
 		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
 		RackName: proto.String(n.Rack), Used: resourceProto(n.Used), Capability: resourceProto(n.Capability),
 		NumContainers: proto.Int32(n.NumContainers), NodeState: nodeStateProto(n.State), HealthReport: proto.String(n.HealthReport),
 		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
 	}
+	// What `yarn node -status` prints as "Resource Utilization by Node" and
+	// "by Containers" (virtual memory: as physical, nodes run without swap).
+	if u := n.Utilization; u != nil {
+		r.NodeUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.PhysicalMemoryMB)),
+			Vmem: proto.Int32(int32(u.PhysicalMemoryMB)), Cpu: proto.Float32(float32(u.CPU))}
+		r.ContainersUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)),
+			Vmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)), Cpu: proto.Float32(float32(u.ContainersVCores))}
+	}
+	return r
 }
 
 // queueStats counts a queue's applications by state.

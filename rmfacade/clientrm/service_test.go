@@ -308,3 +308,36 @@ func TestEnumValuesOutsideTheEnum(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A node's measured use reaches the report `yarn node -status` prints
+// ("Resource Utilization by Node/Containers"); an unmeasured node has none.
+func TestNodeReportUtilization(t *testing.T) {
+	f := start(t)
+	c := f.dial(t, "alice", nil)
+	for _, n := range []*records.Node{
+		{ID: "a:8041", Host: "a", Port: 8041, State: records.NodeRunning,
+			Utilization: &records.NodeUtilization{PhysicalMemoryMB: 3072, CPU: 1.5, ContainersPhysicalMemoryMB: 1024, ContainersVCores: 2}},
+		{ID: "b:8041", Host: "b", Port: 8041, State: records.NodeRunning},
+	} {
+		if err := f.mgr.PutNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := call(t, c, "getClusterNodes", &yarnpb.GetClusterNodesRequestProto{}, &yarnpb.GetClusterNodesResponseProto{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*yarnpb.NodeReportProto{}
+	for _, r := range resp.GetNodeReports() {
+		got[r.GetNodeId().GetHost()] = r
+	}
+	if u := got["a"].GetNodeUtilization(); u.GetPmem() != 3072 || u.GetVmem() != 3072 || u.GetCpu() != 1.5 {
+		t.Errorf("node a's node utilization %v", u)
+	}
+	if u := got["a"].GetContainersUtilization(); u.GetPmem() != 1024 || u.GetCpu() != 2 {
+		t.Errorf("node a's containers utilization %v", u)
+	}
+	if got["b"].NodeUtilization != nil || got["b"].ContainersUtilization != nil {
+		t.Errorf("unmeasured node b reports utilization: %v", got["b"])
+	}
+}

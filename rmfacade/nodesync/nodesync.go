@@ -124,11 +124,7 @@ func (s *Syncer) synced() []cache.InformerSynced {
 func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList {
 	if key := s.opts.Profile.CapacityHeartbeat; key != "" {
 		at, err := time.Parse(time.RFC3339, n.Annotations[key])
-		stale := s.opts.CapacityStaleAfter
-		if stale <= 0 {
-			stale = time.Minute
-		}
-		if err != nil || now.Sub(at) > stale {
+		if err != nil || now.Sub(at) > s.staleAfter() {
 			return nil
 		}
 	}
@@ -143,6 +139,31 @@ func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList 
 		return cnrAllocatable(obj)
 	}
 	return n.Status.Allocatable
+}
+
+// utilization is the node agent's last measurement of n in YARN's units,
+// or nil when there is none or it is older than CapacityStaleAfter.
+func (s *Syncer) utilization(n *corev1.Node, now time.Time) *records.NodeUtilization {
+	v, ok := n.Annotations[translator.AnnotationUtilization]
+	if !ok {
+		return nil
+	}
+	u, err := translator.ParseNodeUtilization(v)
+	if err != nil || now.Sub(u.At) > s.staleAfter() {
+		return nil
+	}
+	return &records.NodeUtilization{
+		PhysicalMemoryMB: u.NodeMemory >> 20, CPU: float64(u.NodeMilliCPU) / 1000,
+		ContainersPhysicalMemoryMB: u.BatchMemory >> 20, ContainersVCores: float64(u.BatchMilliCPU) / float64(s.opts.Profile.VCoreMilli()),
+	}
+}
+
+// staleAfter is Options.CapacityStaleAfter with its default.
+func (s *Syncer) staleAfter() time.Duration {
+	if s.opts.CapacityStaleAfter > 0 {
+		return s.opts.CapacityStaleAfter
+	}
+	return time.Minute
 }
 
 // cnrAllocatable reads status.resources.allocatable of a CNR; quantities
@@ -222,6 +243,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		if p := prev.Node(id); p != nil {
 			rec.CooldownUntil = p.CooldownUntil
 		}
+		rec.Utilization = s.utilization(n, instant)
 		held := sum{bytes: used[n.Name].bytes + occupied[n.Name].bytes, milli: used[n.Name].milli + occupied[n.Name].milli}
 		if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
 			// The reclaimable capacity fell below what Weft and the others

@@ -193,3 +193,34 @@ func TestCapacityFromWeftAgent(t *testing.T) {
 		}
 	}
 }
+
+// The agent's measurement becomes the node's utilization in YARN's units
+// (cores busy on the node, vcores of its containers), and only while it is
+// fresh: a dead agent's last numbers are not shown as current.
+func TestUtilizationFromWeftAgent(t *testing.T) {
+	now := time.Now()
+	measured := func(v string) func(*corev1.Node) {
+		return func(n *corev1.Node) { n.Annotations = map[string]string{translator.AnnotationUtilization: v} }
+	}
+	at := func(age time.Duration) translator.NodeUtilization {
+		return translator.NodeUtilization{At: now.Add(-age), NodeMilliCPU: 1500, NodeMemory: 3 << 30, BatchMilliCPU: 500, BatchMemory: 1 << 30}
+	}
+	profile := translator.Weft
+	profile.MilliCPUPerVCore = 250
+	snap := syncOnce(t, fake.NewClientset(
+		node("fresh", true, measured(at(10*time.Second).String())),
+		node("stale", true, measured(at(5*time.Minute).String())),
+		node("garbled", true, measured(`{"at":"2026-11-25T00:00:00Z","nodeMilliCPU":-1}`)),
+		node("unmeasured", true, nil),
+	), Options{ClusterID: "weft", Profile: profile, NMPort: 8041, CapacityStaleAfter: time.Minute})
+	// 250m a vcore: the containers' 500m are 2 vcores.
+	want := records.NodeUtilization{PhysicalMemoryMB: 3 << 10, CPU: 1.5, ContainersPhysicalMemoryMB: 1 << 10, ContainersVCores: 2}
+	if u := snap.Node("fresh:8041").Utilization; u == nil || *u != want {
+		t.Errorf("fresh measurement: utilization %+v, want %+v", u, want)
+	}
+	for _, name := range []string{"stale", "garbled", "unmeasured"} {
+		if u := snap.Node(name + ":8041").Utilization; u != nil {
+			t.Errorf("%s: utilization %+v, want none", name, *u)
+		}
+	}
+}

@@ -221,6 +221,19 @@ type Node struct {
 	HealthReport     string   `json:"healthReport,omitempty"`
 	LastHealthUpdate int64    `json:"lastHealthUpdate"`
 	Labels           []string `json:"labels,omitempty"`
+	// Utilization is what the node used at its agent's last measurement
+	// (nil: no agent measures it, or its measurement is stale).
+	Utilization *NodeUtilization `json:"utilization,omitempty"`
+}
+
+// NodeUtilization is a node's measured use in the units a NodeManager
+// reports it in (YARN's ResourceUtilization): memory in MiB, the node's
+// CPU in cores busy, its containers' CPU in vcores.
+type NodeUtilization struct {
+	PhysicalMemoryMB           int64   `json:"physicalMemoryMB"`
+	CPU                        float64 `json:"cpu"`
+	ContainersPhysicalMemoryMB int64   `json:"containersPhysicalMemoryMB"`
+	ContainersVCores           float64 `json:"containersVCores"`
 }
 
 // Key is the node's primary key in the store.

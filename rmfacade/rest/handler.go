@@ -757,7 +757,22 @@ func (h *handler) nodeInfo(n *records.Node) *dao.NodeInfo {
 		LastHealthUpdate: n.LastHealthUpdate, Version: HadoopVersion, HealthReport: n.HealthReport, NumContainers: n.NumContainers,
 		UsedMemoryMB: n.Used.MemoryMB, AvailMemoryMB: avail.MemoryMB, UsedVirtualCores: int64(n.Used.VCores), AvailableVirtualCores: int64(avail.VCores),
 		NodeLabels: n.Labels, TotalResource: dao.NewResourceInfo(n.Capability.MemoryMB, n.Capability.VCores),
-		UsedResource: dao.NewResource(n.Used.MemoryMB, n.Used.VCores), AvailableResource: dao.NewResource(avail.MemoryMB, avail.VCores)}
+		UsedResource: dao.NewResource(n.Used.MemoryMB, n.Used.VCores), AvailableResource: dao.NewResource(avail.MemoryMB, avail.VCores),
+		ResourceUtilization: resourceUtilization(n.Utilization)}
+}
+
+// resourceUtilization is the node's measured use as a real RM shows what
+// its NodeManager last reported (nodeUtilization and the containers'), or
+// nil where no agent measures the node. Kubernetes nodes run without swap,
+// so the virtual memory in use is the physical.
+func resourceUtilization(u *records.NodeUtilization) *dao.ResourceUtilizationInfo {
+	if u == nil {
+		return nil
+	}
+	return &dao.ResourceUtilizationInfo{
+		NodePhysicalMemoryMB: int32(u.PhysicalMemoryMB), NodeVirtualMemoryMB: int32(u.PhysicalMemoryMB), NodeCPUUsage: dao.Float64(u.CPU),
+		AggregatedContainersPhysicalMemoryMB: int32(u.ContainersPhysicalMemoryMB), AggregatedContainersVirtualMemoryMB: int32(u.ContainersPhysicalMemoryMB),
+		ContainersCPUUsage: dao.Float64(u.ContainersVCores)}
 }
 
 func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {

@@ -34,7 +34,8 @@ func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr := rm.New(st, tree, rm.Options{MaxPriority: 5, Logger: quiet})
 	if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", Port: 8041, Rack: "/default-rack", HTTPAddress: "n1:8042",
-		State: records.NodeRunning, Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		State: records.NodeRunning, Capability: records.Resource{MemoryMB: 8192, VCores: 8},
+		Utilization: &records.NodeUtilization{PhysicalMemoryMB: 3072, CPU: 1.5, ContainersPhysicalMemoryMB: 1024, ContainersVCores: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(NewHandler(mgr, Options{Logger: quiet}))
@@ -243,7 +244,11 @@ func TestRESTCluster(t *testing.T) {
 		{name: "nodes", method: "GET", path: "/ws/v1/cluster/nodes", wantStatus: 200, wantJSON: map[string]string{
 			"nodes.node.0.id": "n1:8041", "nodes.node.0.state": "RUNNING", "nodes.node.0.availMemoryMB": "8192"}},
 		{name: "nodes by state", method: "GET", path: "/ws/v1/cluster/nodes?states=LOST", wantStatus: 200, wantText: []string{`{"nodes":{}}`}},
-		{name: "node", method: "GET", path: "/ws/v1/cluster/nodes/n1:8041", wantStatus: 200, wantJSON: map[string]string{"node.nodeHostName": "n1"}},
+		{name: "node", method: "GET", path: "/ws/v1/cluster/nodes/n1:8041", wantStatus: 200, wantJSON: map[string]string{"node.nodeHostName": "n1",
+			// What the node agent measured, as a NodeManager reports it.
+			"node.resourceUtilization.nodePhysicalMemoryMB": "3072", "node.resourceUtilization.nodeVirtualMemoryMB": "3072",
+			"node.resourceUtilization.nodeCPUUsage": "1.5", "node.resourceUtilization.aggregatedContainersPhysicalMemoryMB": "1024",
+			"node.resourceUtilization.containersCPUUsage": "2"}},
 		{name: "unknown node", method: "GET", path: "/ws/v1/cluster/nodes/n9:1", wantStatus: 404},
 		{name: "ui", method: "GET", path: "/cluster/nodes", wantStatus: 200, wantText: []string{"n1:8041"}},
 	})

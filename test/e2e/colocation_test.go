@@ -139,6 +139,20 @@ done`
 			Expect(p.Status.QOSClass).To(Equal(corev1.PodQOSBestEffort), "pod %s in the big box", p.Name)
 			Expect(p.Spec.Containers[0].Resources.Requests).To(HaveKey(translator.ReclaimedCPU))
 		}
+
+		// What the agent measured is the node's utilization to YARN's
+		// clients, as a NodeManager's heartbeat makes it.
+		var nodes struct {
+			Nodes struct{ Node []struct{ ID string } }
+		}
+		getJSON("http://"+y.rm.WebAddr+"/ws/v1/cluster/nodes", &nodes)
+		Expect(nodes.Nodes.Node).To(HaveLen(1))
+		Eventually(func(g Gomega) {
+			out, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "node", "-status", nodes.Nodes.Node[0].ID)
+			g.Expect(err).NotTo(HaveOccurred(), errOut)
+			g.Expect(out).To(MatchRegexp(`Resource Utilization by Node : PMem:[1-9]\d* MB, VMem:[1-9]\d* MB, VCores:\d`))
+			g.Expect(out).To(MatchRegexp(`Resource Utilization by Containers : PMem:\d+ MB, VMem:\d+ MB, VCores:\d`))
+		}).WithTimeout(time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 	})
 
 	It("gives CPU back to online work within 2 s by shrinking the box, killing nothing, and the job still succeeds", func(ctx SpecContext) {
