@@ -103,9 +103,13 @@ done`
 			PluginArgs: []string{"--colocation-interval", "1s", "--peak-window", "10s", "--hysteresis", "2", "--eviction-cooldown", "30s"}})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
+			report := ""
+			if CurrentSpecReport().Failed() {
+				report = w.PodReport() // before Stop deletes the pods
+			}
 			w.Stop()
 			if CurrentSpecReport().Failed() {
-				GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n", w.RM.Logs(), w.PluginLogs())
+				GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n%s", w.RM.Logs(), w.PluginLogs(), report)
 			}
 		})
 		y = &yarnOnKube{WeftOnKube: w, rm: w.RM, conf: w.Conf, dist: w.Dist, cluster: cluster, nmHTTP: w.NMHTTP, dfsDir: w.DFSDir}

@@ -43,9 +43,13 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string,
 	w, err := StartWeftOnKube(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, Work: GinkgoT().TempDir(), BinDir: binDir, RMArgs: rmArgs})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
+		report := ""
+		if CurrentSpecReport().Failed() {
+			report = w.PodReport() // before Stop deletes the pods
+		}
 		w.Stop()
 		if CurrentSpecReport().Failed() {
-			GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n", w.RM.Logs(), w.PluginLogs())
+			GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n%s", w.RM.Logs(), w.PluginLogs(), report)
 		}
 	})
 	return &yarnOnKube{WeftOnKube: w, rm: w.RM, conf: w.Conf, dist: w.Dist, cluster: cluster, nmHTTP: w.NMHTTP, dfsDir: w.DFSDir}

@@ -56,12 +56,16 @@ var _ = Describe("weft-rm HA: two replicas, one active by a Lease, the state in 
 		Expect(err).NotTo(HaveOccurred())
 		clusterID := "e2e-" + filepath.Base(work)
 		DeferCleanup(func(ctx SpecContext) {
+			report := ""
+			if CurrentSpecReport().Failed() {
+				report = w.PodReport() // before Stop deletes the pods
+			}
 			w.Stop()
 			if CurrentSpecReport().Failed() {
 				for i, r := range w.RMs {
 					GinkgoWriter.Printf("weft-rm rm%d logs:\n%s\n", i+1, r.Logs())
 				}
-				GinkgoWriter.Printf("weft-nodeplugin logs:\n%s\n", w.PluginLogs())
+				GinkgoWriter.Printf("weft-nodeplugin logs:\n%s\n%s", w.PluginLogs(), report)
 			}
 			// The state outlives the replicas by design: remove this run's.
 			secrets := cluster.Client.CoreV1().Secrets("weft-system")

@@ -34,7 +34,7 @@ var _ = Describe("Two tenants on Weft: borrowing and tier-ordered preemption wit
 	It("reclaims A's elastic containers for B after a PreemptionMessage, keeping A's AM and minimum, and both jobs finish", func(ctx SpecContext) {
 		// The node has 8 vcores for YARN (2 CPUs at 250m a vcore). A's
 		// MapReduce job: its AM and 6 maps of a vcore each, holding them
-		// for a minute: A (AM included, as in YARN) borrows 3 vcores of
+		// for 90 s: A (AM included, as in YARN) borrows 3 vcores of
 		// B's guarantee of 4, and leaves the room of one AM. Its AM kills the tasks it is told
 		// about (KillAMPreemptionPolicy), as production MapReduce does.
 		tests := y.jobclientTests()
@@ -46,7 +46,9 @@ var _ = Describe("Two tenants on Weft: borrowing and tier-ordered preemption wit
 			"-Dmapreduce.job.queuename=a",
 			"-Dyarn.app.mapreduce.am.preemption.policy=org.apache.hadoop.mapreduce.v2.app.rm.preemption.KillAMPreemptionPolicy",
 			"-Dmapreduce.map.memory.mb=512", "-Dyarn.app.mapreduce.am.resource.mb=768",
-			"-m", "6", "-r", "0", "-mt", "60000")
+			// 90 s a map: B's AM starts, asks and waits out the 15 s notice
+			// (~50 s here) well before A's maps end on their own.
+			"-m", "6", "-r", "0", "-mt", "90000")
 		var outA bytes.Buffer
 		jobA.Stdout, jobA.Stderr = &outA, &outA
 		Expect(jobA.Start()).To(Succeed())

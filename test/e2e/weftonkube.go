@@ -255,6 +255,56 @@ func (w *WeftOnKube) Stop() error {
 	return errors.Join(errs...)
 }
 
+// PodReport is, for a failed spec's output, each pod of this Weft's
+// containers as the kubelet last told of it (phase, conditions not met,
+// each container's state) and the Events about them: why an AM never
+// registered or a container never ran is there, not in Weft's logs.
+func (w *WeftOnKube) PodReport() string {
+	if w.cluster == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	core := w.cluster.Client.CoreV1()
+	pods, err := core.Pods(jobsNamespace).List(ctx, metav1.ListOptions{LabelSelector: translator.Selector(w.clusterID)})
+	if err != nil {
+		return "pods: " + err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pods of %s (%d):\n", w.clusterID, len(pods.Items))
+	names := map[string]bool{}
+	for _, p := range pods.Items {
+		names[p.Name] = true
+		fmt.Fprintf(&b, "  %s %s node=%q %s\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Reason)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, "    %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			switch st := cs.State; {
+			case st.Waiting != nil:
+				fmt.Fprintf(&b, "    %s waiting: %s %s\n", cs.Name, st.Waiting.Reason, st.Waiting.Message)
+			case st.Running != nil:
+				fmt.Fprintf(&b, "    %s running since %s\n", cs.Name, st.Running.StartedAt.Format(time.RFC3339))
+			case st.Terminated != nil:
+				fmt.Fprintf(&b, "    %s terminated: exit %d %s %s\n", cs.Name, st.Terminated.ExitCode, st.Terminated.Reason, st.Terminated.Message)
+			}
+		}
+	}
+	events, err := core.Events(jobsNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return b.String() + "events: " + err.Error()
+	}
+	b.WriteString("their events:\n")
+	for _, e := range events.Items {
+		if names[e.InvolvedObject.Name] {
+			fmt.Fprintf(&b, "  %s %s %s: %s (x%d)\n", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Name, e.Reason, e.Message, max(e.Count, 1))
+		}
+	}
+	return b.String()
+}
+
 // BuildWeftImage builds Weft's image and imports it into the local
 // node's containerd when it changed.
 func BuildWeftImage(ctx context.Context) error {

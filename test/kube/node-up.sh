@@ -54,6 +54,8 @@ JSON
 
 if ! alive containerd; then
   log "starting containerd ($sock)"
+  # The previous run's log is kept (.prev): a flake is told there.
+  [ -f "$state/logs/containerd.log" ] && mv -f "$state/logs/containerd.log" "$state/logs/containerd.log.prev"
   setsid containerd --config "$ctrd/config.toml" >"$state/logs/containerd.log" 2>&1 </dev/null &
   echo $! > "$state/containerd.pid"
   for _ in $(seq 100); do ctr --address "$sock" version >/dev/null 2>&1 && break; sleep 0.2; done
@@ -85,16 +87,25 @@ resolvConf: /etc/resolv.conf
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 YAML
+# The Node in etcd may still say Ready from a kubelet of an earlier run:
+# a kubelet started here counts as Ready once it has itself posted a
+# heartbeat (the condition's lastHeartbeatTime after its start), so that
+# nothing is bound to the node before the kubelet runs pods.
+since=""
 if ! alive kubelet; then
   log "starting kubelet (node $node)"
+  since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  [ -f "$state/logs/kubelet.log" ] && mv -f "$state/logs/kubelet.log" "$state/logs/kubelet.log.prev"
   setsid "$bin/kubelet" --config "$state/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
     --root-dir "$state/kubelet/root" --hostname-override "$node" \
     >"$state/logs/kubelet.log" 2>&1 </dev/null &
   echo $! > "$state/kubelet.pid"
 fi
 kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
-for _ in $(seq 150); do
-  [ "$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && exit 0
+for _ in $(seq 300); do
+  ready=$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null)
+  # RFC 3339 UTC times compare as strings.
+  if [ "${ready%% *}" = True ] && { [ -z "$since" ] || [[ ! "${ready#* }" < "$since" ]]; }; then exit 0; fi
   alive kubelet || break
   sleep 0.2
 done
