@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first hour of a new user, scripted (issue 15), as `make test`'s last
 # step: `make run` in the background; the MapReduce command it prints, run
-# verbatim, must SUCCEED with its estimate on the console; the demo's worker
+# verbatim, must SUCCEED with its estimate on the console, and so must the
+# DistributedShell and SparkPi commands it prints; the demo's worker
 # log must hold its echo; `make stop` must leave no process of the run and
 # its ports free; then `make run-embedded` must start cleanly.
 set -euo pipefail
@@ -51,6 +52,20 @@ done
 grep -Eq "^$app\s.*FINISHED\s+SUCCEEDED" "$out/list.log" || fail "$app is not FINISHED SUCCEEDED"
 say "$app FINISHED SUCCEEDED"
 say "$(grep -m1 'Estimated value of Pi' "$out/pi.log")"
+[ "$(grep -c 'weft-demo' "$out/list.log")" = 1 ] || fail "the list holds other runs' demo applications: $(grep weft-demo "$out/list.log")"
+say "the run lists only its own applications"
+
+# The other printed commands, verbatim: DistributedShell and SparkPi.
+cmd=$(grep -m1 -o "go run .* jar distributedshell .*'$" "$out/run.log") || fail "no DistributedShell command printed"
+say "running the printed command verbatim: $cmd"
+bash -c "$cmd" >"$out/ds.log" 2>&1 || fail "the printed DistributedShell command failed"
+grep -q 'Application completed successfully' "$out/ds.log" || fail "DistributedShell did not complete successfully"
+say "DistributedShell: $(grep -m1 -o 'Application completed successfully' "$out/ds.log")"
+cmd=$(grep -m1 -o 'go run .* spark-submit .* examples 10' "$out/run.log") || fail "no spark-submit command printed"
+say "running the printed command verbatim: $cmd"
+bash -c "$cmd" >"$out/spark.log" 2>&1 || fail "the printed spark-submit command failed"
+grep -q 'final status: SUCCEEDED' "$out/spark.log" || fail "SparkPi did not end SUCCEEDED"
+say "SparkPi: final status: SUCCEEDED"
 [ -z "$(git status --porcelain --untracked-files=all -- . ':!.weft')" ] || fail "the run left files in the repository: $(git status --porcelain | head)"
 
 say "make stop"
@@ -74,4 +89,4 @@ kill -INT -- "-$emb" # Ctrl-C
 for _ in $(seq 100); do kill -0 "$emb" 2>/dev/null || break; sleep 0.2; done
 kill -0 "$emb" 2>/dev/null && fail "make run-embedded did not stop on Ctrl-C"
 if timeout 1 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8088' 2>/dev/null; then fail "8088 still held after make run-embedded stopped"; fi
-say "passed: make run → printed pi command SUCCEEDED → make stop (ports free) → make run-embedded"
+say "passed: make run → printed pi, DistributedShell and SparkPi commands SUCCEEDED → make stop (ports free) → make run-embedded"

@@ -24,6 +24,11 @@ type Spark struct {
 	AppJar string
 }
 
+// SparkRoot is the directory every Spark home SparkDist lays out is under:
+// a node that mounts it has Spark's jars wherever a later build puts them
+// (spark.yarn.jars=local:...).
+func SparkRoot() string { return filepath.Join(cacheRoot(), "spark") }
+
 // SparkDist builds (once per source hash) the Spark harness and lays out
 // its home.
 func SparkDist(ctx context.Context) (*Spark, error) {
@@ -33,7 +38,7 @@ func SparkDist(ctx context.Context) (*Spark, error) {
 	}
 	jars := filepath.SplitList(d.Classpath)
 	h := sha256.Sum256([]byte(d.Classpath))
-	home := filepath.Join(cacheRoot(), "spark", "home-"+SparkVersion+"-"+hex.EncodeToString(h[:6]))
+	home := filepath.Join(SparkRoot(), "home-"+SparkVersion+"-"+hex.EncodeToString(h[:6]))
 	s := &Spark{Home: home, AppJar: jars[0]}
 	done := filepath.Join(home, ".complete")
 	if _, err := os.Stat(done); err == nil {

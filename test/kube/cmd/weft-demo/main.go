@@ -32,8 +32,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator"
 )
 
 const (
@@ -114,6 +116,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 
+	step("Weft afresh: an earlier run's weft-rm, its applications and pods removed")
+	if err := fresh(ctx, cluster); err != nil {
+		return err
+	}
 	step("Weft from deploy/ (overlays/local, profile plain)")
 	if err := deploy(ctx, cluster, root, conf, home); err != nil {
 		return err
@@ -168,6 +174,8 @@ func run(ctx context.Context) error {
 Run a job (the client configuration is %[4]s: yarn-site.xml, core-site.xml with fs.defaultFS=%[3]s):
   %[5]s jar examples pi 4 1000
   %[5]s jar examples wordcount /user/%[6]s/in /user/%[6]s/out    (input: %[5]s java org.apache.hadoop.fs.FsShell -put <files> /user/%[6]s/in)
+  %[5]s jar distributedshell -num_containers 2 -shell_command 'echo hello from DistributedShell'
+  %[5]s spark-submit --master yarn --deploy-mode cluster --class sh.weft.spark.SparkPi examples 10
   %[5]s yarn application -list -appStates ALL
 Look:
   REST   http://%[1]s/ws/v1/cluster/apps        UI http://%[1]s/cluster
@@ -197,7 +205,12 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 	if err != nil {
 		return err
 	}
-	extra := []any{"--hadoop-home=" + home, "--host-path=" + home, "--hadoop-conf-configmap=hadoop-conf"}
+	// Spark's jars on the node for the printed spark-submit (the client
+	// lays its home out under SparkRoot when first run).
+	if err := os.MkdirAll(hadoop.SparkRoot(), 0o755); err != nil {
+		return err
+	}
+	extra := []any{"--hadoop-home=" + home, "--host-path=" + home, "--host-path=" + hadoop.SparkRoot(), "--hadoop-conf-configmap=hadoop-conf"}
 	var docs [][]byte
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
 	for {
@@ -259,11 +272,55 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 	return fmt.Errorf("weft-rm does not answer on %s", webAddr)
 }
 
+// clusterID is the deployed weft-rm's (deploy/base leaves the default).
+const clusterID = "weft"
+
+// fresh removes what an earlier make run left in the cluster — Weft's
+// workloads, the weft-rm's state and Lease, its applications' pods — so
+// that this run lists only its own job. (Within a run, a restarted weft-rm
+// keeps its applications: the state lives in the API server for that.)
+func fresh(ctx context.Context, cluster *kube.Cluster) error {
+	apps, core := cluster.Client.AppsV1(), cluster.Client.CoreV1()
+	for _, name := range []string{"weft-rm", "weft-tide"} {
+		if err := apps.Deployments("weft-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete deployment %s: %w", name, err)
+		}
+	}
+	if err := apps.DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete daemonset weft-nodeplugin: %w", err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		pods, err := core.Pods("weft-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d pods of an earlier run still in weft-system after 2 minutes (first: %s)", len(pods.Items), pods.Items[0].Name)
+		}
+	}
+	state := metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=" + clusterID + "-rm-state"}
+	if err := core.Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{}, state); err != nil {
+		return fmt.Errorf("delete weft-rm's state: %w", err)
+	}
+	if err := cluster.Client.CoordinationV1().Leases("weft-system").Delete(ctx, clusterID+"-rm", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete weft-rm's Lease: %w", err)
+	}
+	zero := int64(0)
+	sel := metav1.ListOptions{LabelSelector: translator.Selector(clusterID)}
+	if err := core.Pods("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
+		return fmt.Errorf("delete an earlier run's pods: %w", err)
+	}
+	return core.Secrets("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+}
+
 // watch prints the job's pods as they come and go.
 func watch(ctx context.Context, cluster *kube.Cluster) {
 	seen := map[string]string{}
 	for ctx.Err() == nil {
-		list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{})
+		list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.Selector(clusterID)})
 		if err == nil {
 			for _, p := range list.Items {
 				state := string(p.Status.Phase)
