@@ -58,9 +58,10 @@ say "the run lists only its own applications"
 # The other printed commands, verbatim: DistributedShell and SparkPi.
 cmd=$(grep -m1 -o "go run .* jar distributedshell .*'$" "$out/run.log") || fail "no DistributedShell command printed"
 say "running the printed command verbatim: $cmd"
+# Its client exits 0 only when the application completed successfully
+# (2 otherwise); the client's console shows warnings only.
 bash -c "$cmd" >"$out/ds.log" 2>&1 || fail "the printed DistributedShell command failed"
-grep -q 'Application completed successfully' "$out/ds.log" || fail "DistributedShell did not complete successfully"
-say "DistributedShell: $(grep -m1 -o 'Application completed successfully' "$out/ds.log")"
+say "DistributedShell: completed successfully (exit 0)"
 cmd=$(grep -m1 -o 'go run .* spark-submit .* examples 10' "$out/run.log") || fail "no spark-submit command printed"
 say "running the printed command verbatim: $cmd"
 bash -c "$cmd" >"$out/spark.log" 2>&1 || fail "the printed spark-submit command failed"
