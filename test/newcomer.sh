@@ -40,8 +40,8 @@ say "running the printed command verbatim: $cmd"
 bash -c "$cmd" >"$out/pi.log" 2>&1 || fail "the printed pi command failed"
 grep -q 'Estimated value of Pi is 3\.1' "$out/pi.log" || fail "no estimate of pi on the console"
 client=${cmd% jar examples*}
-# The newest pi application (the state keeps earlier runs'), once its AM
-# container has exited after unregistering (FINISHING reads RUNNING).
+# The pi application (the newest, should the list hold several), once its
+# AM container has exited after unregistering (FINISHING reads RUNNING).
 for _ in $(seq 30); do
   $client yarn application -list -appStates ALL >"$out/list.log" 2>&1 || fail "yarn application -list"
   app=$(grep -Eo 'application_[0-9]+_[0-9]+\s+QuasiMonteCarlo' "$out/list.log" | awk '{print $1}' | sort | tail -1)

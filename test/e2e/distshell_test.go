@@ -247,32 +247,23 @@ func (y *yarnOnKube) waitRunning(ctx context.Context, name string, n int, abort 
 		}
 		app = y.appByName(name)
 		g.Expect(app).NotTo(BeEmpty())
-		g.Expect(y.runningPods(ctx, app)).To(Equal(n), func() string { return y.describePods(ctx, app) })
+		g.Expect(y.runningPods(ctx, app)).To(Equal(n), func() string { return y.describePods(ctx) })
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	return app
 }
 
-// describePods is, for a failure message, each pod of app (phase, tier,
-// why it is not running) and what else requests resources on the nodes.
-func (y *yarnOnKube) describePods(ctx context.Context, app string) string {
+// describePods is, for a failure message, this Weft's pods (phase, tier,
+// why not running) and every other pod not ended, with what it requests.
+func (y *yarnOnKube) describePods(ctx context.Context) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pods of %s:\n", app)
-	for _, p := range y.appPods(ctx, app) {
-		why := p.Status.Reason
-		for _, c := range p.Status.Conditions {
-			if c.Status != corev1.ConditionTrue && c.Message != "" {
-				why += " " + string(c.Type) + ": " + c.Message
-			}
-		}
-		fmt.Fprintf(&b, "  %s %s tier=%s %s\n", p.Name, p.Status.Phase, p.Labels[translator.LabelTier], why)
-	}
+	b.WriteString(y.PodReport())
 	others, err := y.cluster.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"})
 	if err != nil {
 		return b.String() + err.Error()
 	}
 	b.WriteString("other pods not ended:\n")
 	for _, p := range others.Items {
-		if p.Labels[translator.LabelApp] == app {
+		if _, ours := translator.ContainerOf(&p, y.clusterID); ours {
 			continue
 		}
 		var cpu resource.Quantity

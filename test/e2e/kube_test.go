@@ -33,7 +33,6 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
-	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/test/kube/images"
@@ -125,18 +124,9 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(objs)).To(BeNumerically(">=", 18))
 		DeferCleanup(func(ctx SpecContext) {
-			// Free the host's ports for the specs that run Weft as processes.
-			_ = cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm", metav1.DeleteOptions{})
-			_ = cluster.Client.AppsV1().DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{})
-			_ = cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-tide", metav1.DeleteOptions{})
-			Eventually(func() []corev1.Pod {
-				list, _ := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{})
-				return list.Items
-			}).WithTimeout(time.Minute).Should(BeEmpty())
-			// The deployed weft-rm's state outlives it in the API server by
-			// design; a later `make run` must not find this suite's.
-			_ = cluster.Client.CoreV1().Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=weft-rm-state"})
+			// Free the host's ports for the specs that run Weft as processes;
+			// a later `make run` must not find this suite's weft-rm state.
+			Expect(kube.RemoveWeft(ctx, cluster, "weft", time.Minute)).To(Succeed())
 		})
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())

@@ -247,10 +247,7 @@ func (w *WeftOnKube) Stop() error {
 	if w.cluster != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		zero := int64(0)
-		sel := metav1.ListOptions{LabelSelector: translator.Selector(w.clusterID)}
-		errs = append(errs, w.cluster.Client.CoreV1().Pods(jobsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel),
-			w.cluster.Client.CoreV1().Secrets(jobsNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel))
+		errs = append(errs, kube.RemoveContainers(ctx, w.cluster, w.clusterID))
 	}
 	return errors.Join(errs...)
 }
@@ -275,7 +272,7 @@ func (w *WeftOnKube) PodReport() string {
 	names := map[string]bool{}
 	for _, p := range pods.Items {
 		names[p.Name] = true
-		fmt.Fprintf(&b, "  %s %s node=%q %s\n", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Reason)
+		fmt.Fprintf(&b, "  %s %s tier=%s node=%q %s\n", p.Name, p.Status.Phase, p.Labels[translator.LabelTier], p.Spec.NodeName, p.Status.Reason)
 		for _, c := range p.Status.Conditions {
 			if c.Status != corev1.ConditionTrue {
 				fmt.Fprintf(&b, "    %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)

@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigyaml "sigs.k8s.io/yaml"
 
-	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
@@ -280,40 +279,10 @@ const clusterID = "weft"
 // that this run lists only its own job. (Within a run, a restarted weft-rm
 // keeps its applications: the state lives in the API server for that.)
 func fresh(ctx context.Context, cluster *kube.Cluster) error {
-	apps, core := cluster.Client.AppsV1(), cluster.Client.CoreV1()
-	for _, name := range []string{"weft-rm", "weft-tide"} {
-		if err := apps.Deployments("weft-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete deployment %s: %w", name, err)
-		}
+	if err := kube.RemoveWeft(ctx, cluster, clusterID, 2*time.Minute); err != nil {
+		return fmt.Errorf("an earlier run's Weft: %w", err)
 	}
-	if err := apps.DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete daemonset weft-nodeplugin: %w", err)
-	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
-		pods, err := core.Pods("weft-system").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d pods of an earlier run still in weft-system after 2 minutes (first: %s)", len(pods.Items), pods.Items[0].Name)
-		}
-	}
-	state := metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=" + clusterID + "-rm-state"}
-	if err := core.Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{}, state); err != nil {
-		return fmt.Errorf("delete weft-rm's state: %w", err)
-	}
-	if err := cluster.Client.CoordinationV1().Leases("weft-system").Delete(ctx, clusterID+"-rm", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete weft-rm's Lease: %w", err)
-	}
-	zero := int64(0)
-	sel := metav1.ListOptions{LabelSelector: translator.Selector(clusterID)}
-	if err := core.Pods("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
-		return fmt.Errorf("delete an earlier run's pods: %w", err)
-	}
-	return core.Secrets("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{}, sel)
+	return kube.RemoveContainers(ctx, cluster, clusterID)
 }
 
 // watch prints the job's pods as they come and go.

@@ -1,0 +1,65 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/weft-sh/weft/rmfacade/state/kubestore"
+	"github.com/weft-sh/weft/translator"
+)
+
+// RemoveWeft takes a Weft deployed from deploy/ out of the cluster: its
+// workloads in weft-system (waiting up to within for their pods to be gone,
+// so that the host ports they held are free), then the state its weft-rm of
+// clusterID keeps in the API server and its Lease, which outlive the pods
+// by design.
+func RemoveWeft(ctx context.Context, c *Cluster, clusterID string, within time.Duration) error {
+	apps, core := c.Client.AppsV1(), c.Client.CoreV1()
+	for _, name := range []string{"weft-rm", "weft-tide"} {
+		if err := apps.Deployments("weft-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete deployment %s: %w", name, err)
+		}
+	}
+	if err := apps.DaemonSets("weft-system").Delete(ctx, "weft-nodeplugin", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete daemonset weft-nodeplugin: %w", err)
+	}
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Second) {
+		pods, err := core.Pods("weft-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d pods still in weft-system after %s (first: %s)", len(pods.Items), within, pods.Items[0].Name)
+		}
+	}
+	state := metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=" + clusterID + "-rm-state"}
+	if err := core.Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{}, state); err != nil {
+		return fmt.Errorf("delete weft-rm's state: %w", err)
+	}
+	if err := c.Client.CoordinationV1().Leases("weft-system").Delete(ctx, clusterID+"-rm", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete weft-rm's Lease: %w", err)
+	}
+	return nil
+}
+
+// RemoveContainers deletes what the weft-rm of clusterID left in weft-jobs
+// — its containers' pods, at once, and their launch Secrets — which would
+// show up under a later `make run`.
+func RemoveContainers(ctx context.Context, c *Cluster, clusterID string) error {
+	zero := int64(0)
+	sel := metav1.ListOptions{LabelSelector: translator.Selector(clusterID)}
+	if err := c.Client.CoreV1().Pods("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
+		return fmt.Errorf("delete the pods of %s: %w", clusterID, err)
+	}
+	if err := c.Client.CoreV1().Secrets("weft-jobs").DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		return fmt.Errorf("delete the launch Secrets of %s: %w", clusterID, err)
+	}
+	return nil
+}
