@@ -54,7 +54,8 @@ type Config struct {
 	// work then has the other cores to itself: batch never shares a core
 	// with an online thread there. Default on: with batch on every CPU,
 	// the quota and the least weight alone cost an online service 1.4–1.7×
-	// its solo p99, the cpuset 1.02× (test/bench/colocation). Turn it off
+	// its solo p99, the cpuset 1.04–1.22× on two cores, where online work
+	// keeps one (test/bench/colocation). Turn it off
 	// where the kubelet's static CPU manager owns the cpusets.
 	CPUSet bool `json:"cpuset,omitempty"`
 	// CPUIdle puts the box in the kernel's idle scheduling class instead

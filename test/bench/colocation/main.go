@@ -36,7 +36,7 @@
 // that the next run removes).
 //
 //	go run ./test/bench/colocation [-duration 20s] [-rate 150] [-work 2ms] [-burners N] [-peak-window 10s]
-//		[-rounds 1] [-phases solo,box,box-quota,box-idle,plain] [-out result.json] [-trace-dir dir] [-v]
+//		[-rounds 3] [-phases solo,box,plain] (or any of solo,box,box-quota,box-idle,plain) [-out result.json] [-trace-dir dir] [-v]
 package main
 
 import (
@@ -97,6 +97,10 @@ const (
 // allPhases are the phases a round can have.
 var allPhases = []string{"solo", "box", "box-quota", "box-idle", "plain"}
 
+// defaultPhases are the ones the targets are about; box-quota and
+// box-idle explain why the box has a cpuset (README).
+var defaultPhases = []string{"solo", "box", "plain"}
+
 type options struct {
 	duration, warmup, work, peakWindow time.Duration
 	rate                               float64
@@ -126,8 +130,8 @@ func main() {
 	flag.DurationVar(&o.work, "work", 2*time.Millisecond, "CPU work per online request (SHA-256 rounds calibrated to this at start)")
 	flag.IntVar(&o.burners, "burners", runtime.NumCPU(), "batch burner processes")
 	flag.DurationVar(&o.peakWindow, "peak-window", 10*time.Second, "the agent's PeakWindow (online usage is taken at its peak over it)")
-	flag.IntVar(&o.rounds, "rounds", 1, "rounds of all phases; ratios use the median over rounds")
-	phases := flag.String("phases", strings.Join(allPhases, ","), "phases of each round, in order: solo (required), box (the agent's default config), box-quota (without its cpuset), box-idle (cpuIdle, without cpuset), plain")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of all phases, interleaved so that the machine's drift reaches every phase alike; p99s are taken over the requests of all rounds, the other ratios are medians over rounds")
+	phases := flag.String("phases", strings.Join(defaultPhases, ","), "phases of each round, in order, of "+strings.Join(allPhases, ",")+": solo (required), box (the agent's default config), box-quota (without its cpuset), box-idle (cpuIdle, without cpuset), plain")
 	flag.StringVar(&o.out, "out", "", "also write the numbers as JSON to this file")
 	flag.BoolVar(&o.verbose, "v", false, "print every agent reconcile")
 	flag.StringVar(&o.traceDir, "trace-dir", "", "write every recorded request and agent reconcile of each phase as CSV into this directory")
@@ -503,6 +507,9 @@ type phaseResult struct {
 	QuietP99ms    *float64 `json:"quietP99Ms"`
 
 	p99, quietP99 time.Duration
+	// lat is every recorded request's latency, sorted (a dropped one is
+	// math.MaxInt64), for the p99 over all rounds of a phase.
+	lat, quietLat []time.Duration
 }
 
 // quietRest is the most CPU, in cores, everything but the online and
@@ -593,10 +600,10 @@ func (b *bench) measure(ctx context.Context, round int, name string, ag *agent) 
 		v := float64(d) / float64(time.Millisecond)
 		return &v
 	}
-	r.p99 = percentile(lat, 0.99)
+	r.p99, r.lat = percentile(lat, 0.99), lat
 	quietLat, quiet := d.quiet(rest, quietRest)
 	r.Seconds, r.QuietSeconds = len(rest), quiet
-	r.quietP99 = percentile(quietLat, 0.99)
+	r.quietP99, r.quietLat = percentile(quietLat, 0.99), quietLat
 	r.QuietRequests, r.QuietP99ms = len(quietLat), ms(r.quietP99)
 	r.P50ms, r.P99ms, r.P999ms = ms(percentile(lat, 0.50)), ms(r.p99), ms(percentile(lat, 0.999))
 	r.LateP99ms, r.WorkP50ms, r.WorkP99ms = ms(percentile(late, 0.99)), ms(percentile(work, 0.50)), ms(percentile(work, 0.99))
@@ -999,16 +1006,19 @@ type report struct {
 		Phases     []string `json:"phases"`
 	} `json:"options"`
 	Phases []phaseResult `json:"phases"`
-	// Comparisons of each phase with batch work against solo, medians
-	// over rounds.
+	// Comparisons of each phase with batch work against solo: p99s over
+	// all rounds' requests, the rest medians over rounds.
 	Comparisons []comparison `json:"comparisons"`
 }
 
 // comparison is one phase against solo; numbers are null when not finite
 // (a p99 timed out) or not measured.
 type comparison struct {
-	Phase       string   `json:"phase"`
-	P99OverSolo *float64 `json:"p99OverSolo"`
+	Phase string `json:"phase"`
+	// P99OverSolo is the p99 over all rounds' requests against solo's;
+	// P99OverSoloPerRound each round's (+Inf as null).
+	P99OverSolo         *float64   `json:"p99OverSolo"`
+	P99OverSoloPerRound []*float64 `json:"p99OverSoloPerRound"`
 	// QuietP99OverSolo compares the p99s over quiet seconds.
 	QuietP99OverSolo *float64 `json:"quietP99OverSolo"`
 	// BatchShareOfIdle is the batch CPU over the CPU the online service
@@ -1047,7 +1057,23 @@ func summarize(o options, numCPU int, all []phaseResult) report {
 	}
 	of := ""
 	if o.rounds > 1 {
-		of = fmt.Sprintf(" (medians of %d rounds)", o.rounds)
+		of = fmt.Sprintf(" (p99 over the requests of all %d rounds, other ratios medians of rounds)", o.rounds)
+	}
+	// pooled is a phase's p99 over the requests of every round: one
+	// round's p99 is its 30-odd slowest requests, and moves by ±10% from
+	// round to round on this machine in solo alone.
+	pooled := func(phase string, quiet bool) time.Duration {
+		var lat []time.Duration
+		for round := 1; round <= o.rounds; round++ {
+			r := byRound[round][phase]
+			if quiet {
+				lat = append(lat, r.quietLat...)
+			} else {
+				lat = append(lat, r.lat...)
+			}
+		}
+		slices.Sort(lat)
+		return percentile(lat, 0.99)
 	}
 	met := map[bool]string{true: "MET", false: "NOT MET"}
 	what := map[string]string{"box": "the agent's default config: the whole cores the quota fills, the rest to online work",
@@ -1059,12 +1085,13 @@ func summarize(o options, numCPU int, all []phaseResult) report {
 		if name == "solo" {
 			continue
 		}
-		var p99, quietP99, shareIdle, shareNode, shareQuota, work []float64
+		var perRound, shareIdle, shareNode, shareQuota, work []float64
+		quietRounds := 0
 		for round := 1; round <= o.rounds; round++ {
 			solo, ph, plain := byRound[round]["solo"], byRound[round][name], byRound[round]["plain"]
-			p99 = append(p99, ratio(ph.p99, solo.p99))
+			perRound = append(perRound, ratio(ph.p99, solo.p99))
 			if ph.QuietRequests > 0 && solo.QuietRequests > 0 {
-				quietP99 = append(quietP99, ratio(ph.quietP99, solo.quietP99))
+				quietRounds++
 			}
 			shareIdle = append(shareIdle, ph.BatchCores/(float64(numCPU)-ph.OnlineCores))
 			shareNode = append(shareNode, ph.BatchCores/(float64(numCPU)-(ph.NodeBusyCores-ph.BatchCores)))
@@ -1075,11 +1102,16 @@ func summarize(o options, numCPU int, all []phaseResult) report {
 				work = append(work, ph.BatchIterPerS/plain.BatchIterPerS)
 			}
 		}
-		c := comparison{Phase: name, P99OverSolo: finite(median(p99)), QuietP99OverSolo: finite(median(quietP99)), BatchShareOfIdle: finite(median(shareIdle)),
+		p99 := ratio(pooled(name, false), pooled("solo", false))
+		quietP99 := math.NaN()
+		if quietRounds > 0 {
+			quietP99 = ratio(pooled(name, true), pooled("solo", true))
+		}
+		c := comparison{Phase: name, P99OverSolo: finite(p99), P99OverSoloPerRound: finiteAll(perRound), QuietP99OverSolo: finite(quietP99), BatchShareOfIdle: finite(median(shareIdle)),
 			BatchShareOfNodeIdle: finite(median(shareNode)), BatchShareOfQuota: finite(median(shareQuota)), BatchWorkOverPlain: finite(median(work))}
 		target := ""
 		if name != "plain" {
-			p99Met, idleMet := median(p99) <= 1.10, median(shareIdle) >= 0.50
+			p99Met, idleMet := p99 <= 1.10, median(shareIdle) >= 0.50
 			c.P99TargetMet, c.BatchShareTargetMet = &p99Met, &idleMet
 			target = " (target ≤ 1.10) " + met[p99Met]
 			lines = append(lines, fmt.Sprintf("  batch CPU in %s = %.0f%% of the CPU the online service leaves idle (target ≥ 50%%) %s; %.0f%% of what the whole rest of the node leaves idle; %.0f%% of the CFS quota the agent wrote",
@@ -1088,9 +1120,17 @@ func summarize(o options, numCPU int, all []phaseResult) report {
 				lines = append(lines, fmt.Sprintf("  batch work done in %s = %.0f%% of what it did in plain", name, 100*median(work)))
 			}
 		}
-		fmt.Printf("  p99 %-14s = %6.2f×%s  [%s]\n", name+"/solo", median(p99), target, what[name])
-		if len(quietP99) > 0 {
-			quietLines = append(quietLines, fmt.Sprintf("  p99 %-14s = %6.2f× over quiet seconds only", name+"/solo", median(quietP99)))
+		rounds := ""
+		if o.rounds > 1 {
+			var each []string
+			for _, v := range perRound {
+				each = append(each, fmt.Sprintf("%.2f", v))
+			}
+			rounds = " (round by round " + strings.Join(each, ", ") + ")"
+		}
+		fmt.Printf("  p99 %-14s = %6.2f×%s%s  [%s]\n", name+"/solo", p99, target, rounds, what[name])
+		if quietRounds > 0 {
+			quietLines = append(quietLines, fmt.Sprintf("  p99 %-14s = %6.2f× over quiet seconds only", name+"/solo", quietP99))
 		} else {
 			quietLines = append(quietLines, fmt.Sprintf("  p99 %-14s = n/a: no quiet second in solo or %s", name+"/solo", name))
 		}
@@ -1113,6 +1153,14 @@ func finite(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+func finiteAll(v []float64) []*float64 {
+	out := make([]*float64, len(v))
+	for i, x := range v {
+		out[i] = finite(x)
+	}
+	return out
 }
 
 func median(v []float64) float64 {
