@@ -110,7 +110,8 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(logs).To(Equal("hi\n"))
 	}, SpecTimeout(3*time.Minute))
 
-	It("applies the deploy manifests and runs Weft's own pods to Ready", func(ctx SpecContext) {
+	It("applies the deploy manifests and runs Weft's own pods to Ready, the colocation agent lending the node's idle capacity", func(ctx SpecContext) {
+		start := time.Now()
 		root, err := repoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(BuildWeftImage(ctx)).To(Succeed())
@@ -120,7 +121,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		manifests := filepath.Join(GinkgoT().TempDir(), "weft.yaml")
 		Expect(os.WriteFile(manifests, []byte(rendered), 0o644)).To(Succeed())
-		objs, err := cluster.Apply(ctx, manifests, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
+		objs, err := cluster.Apply(ctx, manifests, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(objs)).To(BeNumerically(">=", 18))
 		DeferCleanup(func(ctx SpecContext) {
@@ -130,7 +131,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		})
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(pc.Value).To(Equal(translator.Plain.Priorities[translator.TierLow]))
+		Expect(pc.Value).To(Equal(translator.Weft.Priorities[translator.TierLow]))
 
 		Eventually(func(g Gomega) {
 			d, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
@@ -178,6 +179,21 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			out, _, _ := dist.Yarn(ctx, conf, "alice", "node", "-list")
 			return out
 		}).WithTimeout(time.Minute).WithPolling(3 * time.Second).Should(MatchRegexp(`\S+:8041\s+RUNNING`))
+
+		// The local overlay runs the weft profile: the node plugin's
+		// colocation agent, in its privileged pod, measures the machine,
+		// publishes what the node can lend and bounds the big box — the
+		// host's own BestEffort cgroup (test/kube/down.sh lifts the bound).
+		nodes, err := cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(nodes.Items).To(HaveLen(1))
+		lent, err := kube.WaitLent(ctx, cluster, nodes.Items[0].Name, 1, start, 2*time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lent.Utilization).NotTo(BeNil())
+		Expect(lent.Utilization.NodeMilliCPU).To(BeNumerically(">", 0))
+		Eventually(func() int64 { return readInt(filepath.Join(boxCPU, "cpu.cfs_quota_us")) }).WithTimeout(30*time.Second).WithPolling(time.Second).
+			Should(BeNumerically(">", 0), "the agent's CFS quota on the host's box")
+		Expect(readInt(filepath.Join(boxCPU, "cpu.shares"))).To(Equal(int64(2)))
 	}, SpecTimeout(8*time.Minute))
 
 	It("creates AM pods and credentials the API server accepts, and removes them on kill", func(ctx SpecContext) {

@@ -40,6 +40,32 @@ descendants() {
 for shim in $(pgrep -f "containerd-shim.* -address $sock" || true); do
   for p in $(descendants "$shim") "$shim"; do kill -9 "$p" 2>/dev/null || true; done
 done
+# The big box — the kubelet's BestEffort cgroup, which the node plugin's
+# colocation agent bounds (CFS quota, memory limit, cpuset) and, by design,
+# leaves bounded when it stops, so that a restarting agent lets no batch
+# work loose — goes unbounded with the node: a bound left from this run
+# would throttle every BestEffort pod of the next, before any agent runs.
+release_box() {
+  local cg=/sys/fs/cgroup d all
+  if [ -d "$cg/cpu/kubepods/besteffort" ]; then # cgroup v1
+    echo -1 > "$cg/cpu/kubepods/besteffort/cpu.cfs_quota_us" 2>/dev/null || true
+    echo -1 > "$cg/memory/kubepods/besteffort/memory.limit_in_bytes" 2>/dev/null || true
+    if [ -d "$cg/cpuset/kubepods/besteffort" ]; then
+      all=$(cat "$cg/cpuset/cpuset.cpus")
+      # Parents before children: a child's CPUs must be its parent's.
+      find "$cg/cpuset/kubepods/besteffort" -type d | sort | while read -r d; do
+        echo "$all" > "$d/cpuset.cpus" 2>/dev/null || true
+      done
+    fi
+  elif [ -d "$cg/kubepods/besteffort" ]; then # cgroup v2, cgroupfs driver
+    echo max > "$cg/kubepods/besteffort/cpu.max" 2>/dev/null || true
+    echo max > "$cg/kubepods/besteffort/memory.max" 2>/dev/null || true
+    find "$cg/kubepods/besteffort" -type d | sort | while read -r d; do
+      [ -f "$d/cpuset.cpus" ] && echo > "$d/cpuset.cpus" 2>/dev/null || true
+    done
+  fi
+}
+release_box
 for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   if [ -f "$state/$p.pid" ]; then
     pid=$(cat "$state/$p.pid")

@@ -63,3 +63,39 @@ func RemoveContainers(ctx context.Context, c *Cluster, clusterID string) error {
 	}
 	return nil
 }
+
+// Lent is what a node's colocation agent (the weft profile) publishes the
+// node can lend to batch work: the reclaimed CPU and memory in its
+// allocatable, the agent's heartbeat, and the utilization it measured.
+type Lent struct {
+	MilliCPU, Memory int64
+	At               time.Time
+	Utilization      *translator.NodeUtilization
+}
+
+// WaitLent waits up to within for the colocation agent on node to publish,
+// with a heartbeat at or after since, at least minMilli of CPU, and returns
+// what it published; on a timeout the error says what the Node last held.
+func WaitLent(ctx context.Context, c *Cluster, node string, minMilli int64, since time.Time, within time.Duration) (Lent, error) {
+	var last Lent
+	for deadline := time.Now().Add(within); ; time.Sleep(time.Second) {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return Lent{}, err
+		}
+		cpu, mem := n.Status.Allocatable[translator.ReclaimedCPU], n.Status.Allocatable[translator.ReclaimedMemory]
+		last = Lent{MilliCPU: cpu.Value(), Memory: mem.Value()}
+		last.At, _ = time.Parse(time.RFC3339, n.Annotations[translator.AnnotationReclaimedAt])
+		if u, err := translator.ParseNodeUtilization(n.Annotations[translator.AnnotationUtilization]); err == nil {
+			last.Utilization = &u
+		}
+		// The heartbeat has a second's resolution.
+		if !last.At.Before(since.Truncate(time.Second)) && last.MilliCPU >= minMilli {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("node %s: no %dm of reclaimed CPU published with a heartbeat since %s within %s (last: %dm CPU, %d MiB, heartbeat %q)",
+				node, minMilli, since.Format(time.RFC3339), within, last.MilliCPU, last.Memory>>20, n.Annotations[translator.AnnotationReclaimedAt])
+		}
+	}
+}

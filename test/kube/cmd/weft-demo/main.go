@@ -119,8 +119,13 @@ func run(ctx context.Context) error {
 	if err := fresh(ctx, cluster); err != nil {
 		return err
 	}
-	step("Weft from deploy/ (overlays/local, profile plain)")
+	step("Weft from deploy/ (overlays/local, the weft profile: its colocation agent in the node plugin)")
+	deployed := time.Now()
 	if err := deploy(ctx, cluster, root, conf, home); err != nil {
+		return err
+	}
+	step("What the node lends to batch work (the colocation agent's measurement; at most 4 minutes while it settles)")
+	if err := lending(ctx, cluster, deployed); err != nil {
 		return err
 	}
 
@@ -187,6 +192,36 @@ HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up until "make stop"
 	return nil
 }
 
+// lending waits for the node plugin's colocation agent to publish what the
+// node can lend — at least what the demo's AM and one container take
+// (1 vcore each, 250m a vcore) — and prints it: until then weft-rm sees a
+// node with nothing to offer, and the job would wait in ACCEPTED. The
+// agent takes online use at its peak over the last 2 minutes, so the
+// minutes that built and started everything count.
+func lending(ctx context.Context, cluster *kube.Cluster, since time.Time) error {
+	nodes, err := cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(nodes.Items) != 1 {
+		return fmt.Errorf("the local cluster has %d nodes, not 1", len(nodes.Items))
+	}
+	n := nodes.Items[0]
+	l, err := kube.WaitLent(ctx, cluster, n.Name, 500, since, 4*time.Minute)
+	if err != nil {
+		return err
+	}
+	cpu := n.Status.Capacity[corev1.ResourceCPU]
+	fmt.Printf("   node %s lends %dm CPU and %.1f GiB to batch work (weft.io/reclaimed-cpu, weft.io/reclaimed-memory):\n",
+		n.Name, l.MilliCPU, float64(l.Memory)/(1<<30))
+	if u := l.Utilization; u != nil {
+		fmt.Printf("   its CPU watermark (80%% by default) of its %s CPUs less what the rest of the machine used at its peak (now %dm CPU, %.1f GiB in use);\n",
+			cpu.String(), u.NodeMilliCPU-u.BatchMilliCPU, float64(u.NodeMemory-u.BatchMemory)/(1<<30))
+	}
+	fmt.Println("   every batch pod runs in the big box, the kubelet's BestEffort cgroup, bounded to that much (CFS quota, memory limit)")
+	return nil
+}
+
 // deploy applies the local overlay with this machine's Hadoop (installation
 // and configuration) added to weft-rm's and the node plugin's arguments,
 // and waits for both to be Ready.
@@ -239,7 +274,7 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 	if err := os.WriteFile(manifests, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
 		return err
 	}
-	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"), manifests); err != nil {
+	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"), manifests); err != nil {
 		return err
 	}
 	cms := cluster.Client.CoreV1().ConfigMaps("weft-jobs")
