@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
@@ -110,25 +112,93 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(logs).To(Equal("hi\n"))
 	}, SpecTimeout(3*time.Minute))
 
-	It("applies the deploy manifests and runs Weft's own pods to Ready, the colocation agent lending the node's idle capacity", func(ctx SpecContext) {
-		start := time.Now()
+	// deployLocal applies deploy/overlays/local — this machine's API
+	// server listens on loopback and no kube-proxy runs, so Weft's pods
+	// share the node's network — with the weft profile's PriorityClasses,
+	// and takes it out of the cluster when the spec ends. With secondRM, a
+	// second weft-rm replica runs beside the first, as the base's two do on
+	// two nodes: here on the same node, so on ports of its own (18032,
+	// 18030, 18088) behind the same Service port names.
+	deployLocal := func(ctx SpecContext, secondRM bool) []*unstructured.Unstructured {
+		GinkgoHelper()
 		root, err := repoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(BuildWeftImage(ctx)).To(Succeed())
-		// The local overlay: this machine's API server listens on loopback
-		// and no kube-proxy runs, so Weft's pods share the node's network.
 		rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))
 		Expect(err).NotTo(HaveOccurred())
+		if secondRM {
+			dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
+			for {
+				u := &unstructured.Unstructured{}
+				if err := dec.Decode(&u.Object); err == io.EOF {
+					break
+				}
+				Expect(err).NotTo(HaveOccurred())
+				if u.GetKind() != "Deployment" || u.GetName() != "weft-rm" {
+					continue
+				}
+				// The same pod but for its name, a selector of its own and its
+				// ports — in the arguments, the named container ports and the
+				// probes alike, which all spell them ":<port>" in JSON.
+				b, err := json.Marshal(u.Object)
+				Expect(err).NotTo(HaveOccurred())
+				b = []byte(strings.NewReplacer(":8032", ":18032", ":8030", ":18030", ":8088", ":18088").Replace(string(b)))
+				second := &unstructured.Unstructured{}
+				Expect(second.UnmarshalJSON(b)).To(Succeed())
+				second.SetName("weft-rm-b")
+				Expect(unstructured.SetNestedField(second.Object, "b", "spec", "selector", "matchLabels", "weft.io/e2e-replica")).To(Succeed())
+				Expect(unstructured.SetNestedField(second.Object, "b", "spec", "template", "metadata", "labels", "weft.io/e2e-replica")).To(Succeed())
+				b, err = json.Marshal(second.Object)
+				Expect(err).NotTo(HaveOccurred())
+				rendered += "\n---\n" + string(b) + "\n"
+			}
+			DeferCleanup(func(ctx SpecContext) {
+				err := cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm-b", metav1.DeleteOptions{})
+				if !apierrors.IsNotFound(err) {
+					Expect(err).NotTo(HaveOccurred())
+				}
+			})
+		}
 		manifests := filepath.Join(GinkgoT().TempDir(), "weft.yaml")
 		Expect(os.WriteFile(manifests, []byte(rendered), 0o644)).To(Succeed())
 		objs, err := cluster.Apply(ctx, manifests, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(len(objs)).To(BeNumerically(">=", 18))
 		DeferCleanup(func(ctx SpecContext) {
 			// Free the host's ports for the specs that run Weft as processes;
 			// a later `make run` must not find this suite's weft-rm state.
 			Expect(kube.RemoveWeft(ctx, cluster, "weft", time.Minute)).To(Succeed())
 		})
+		return objs
+	}
+	// activeBehindService is the pod of the active weft-rm: the one that
+	// holds the Lease, the only one labelled active, the only ready
+	// endpoint of the weft-rm Service.
+	activeBehindService := func(ctx context.Context, g Gomega) string {
+		active, err := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=weft-rm," + server.LabelActive + "=true"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(active.Items).To(HaveLen(1))
+		rmLease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rmLease.Spec.HolderIdentity).To(HaveValue(Equal(active.Items[0].Name)))
+		slices, err := cluster.Client.DiscoveryV1().EndpointSlices("weft-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=weft-rm"})
+		g.Expect(err).NotTo(HaveOccurred())
+		var ready []string
+		for _, sl := range slices.Items {
+			for _, ep := range sl.Endpoints {
+				if ep.Conditions.Ready != nil && *ep.Conditions.Ready && ep.TargetRef != nil {
+					ready = append(ready, ep.TargetRef.Name)
+				}
+			}
+		}
+		g.Expect(ready).To(ConsistOf(active.Items[0].Name))
+		return active.Items[0].Name
+	}
+
+	It("applies the deploy manifests and runs Weft's own pods to Ready, the colocation agent lending the node's idle capacity", func(ctx SpecContext) {
+		start := time.Now()
+		objs := deployLocal(ctx, false)
+		Expect(len(objs)).To(BeNumerically(">=", 18))
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pc.Value).To(Equal(translator.Weft.Priorities[translator.TierLow]))
@@ -149,24 +219,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 			// weft-rm leads its own Lease and labels its pod active, which
 			// the Service selects.
-			active, err := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{
-				LabelSelector: "app.kubernetes.io/name=weft-rm," + server.LabelActive + "=true"})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(active.Items).To(HaveLen(1))
-			rmLease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(rmLease.Spec.HolderIdentity).To(HaveValue(Equal(active.Items[0].Name)))
-			slices, err := cluster.Client.DiscoveryV1().EndpointSlices("weft-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=weft-rm"})
-			g.Expect(err).NotTo(HaveOccurred())
-			var ready []string
-			for _, sl := range slices.Items {
-				for _, ep := range sl.Endpoints {
-					if ep.Conditions.Ready != nil && *ep.Conditions.Ready && ep.TargetRef != nil {
-						ready = append(ready, ep.TargetRef.Name)
-					}
-				}
-			}
-			g.Expect(ready).To(ConsistOf(active.Items[0].Name))
+			activeBehindService(ctx, g)
 		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 
 		// The deployed weft-rm sees the node through the API server, and a
@@ -195,6 +248,89 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			Should(BeNumerically(">", 0), "the agent's CFS quota on the host's box")
 		Expect(readInt(filepath.Join(boxCPU, "cpu.shares"))).To(Equal(int64(2)))
 	}, SpecTimeout(8*time.Minute))
+
+	It("runs two weft-rm replicas behind the weft-rm Service: the active's pod killed, the standby leads within 10 s, and yarn CLIs configured with the Service's address and with two rm-ids keep answering", func(ctx SpecContext) {
+		deployLocal(ctx, true)
+		var first string
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"weft-rm", "weft-rm-b"} {
+				d, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)), name)
+			}
+			first = activeBehindService(ctx, g)
+		}).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+
+		// kube-proxy's part, which this cluster lacks, by a stand-in; the
+		// Service, its EndpointSlices and the pods' labels are the cluster's.
+		svc, err := cluster.ProxyService("weft-system", "weft-rm", "client")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(svc.Close)
+		dist, err := hadoop.Client(ctx, "3.4.1")
+		Expect(err).NotTo(HaveOccurred())
+		viaService := filepath.Join(GinkgoT().TempDir(), "conf")
+		Expect(hadoop.WriteServiceConf(viaService, svc.Addr(), "127.0.0.1:8030", "127.0.0.1:8088")).To(Succeed())
+		viaIDs := filepath.Join(GinkgoT().TempDir(), "conf")
+		Expect(hadoop.WriteHAConf(viaIDs, "weft", map[string]hadoop.RMAddrs{
+			"rm1": {Client: "127.0.0.1:8032", Scheduler: "127.0.0.1:8030", Web: "127.0.0.1:8088"},
+			"rm2": {Client: "127.0.0.1:18032", Scheduler: "127.0.0.1:18030", Web: "127.0.0.1:18088"},
+		}, "")).To(Succeed())
+
+		// An application acknowledged through the Service before the
+		// active goes (unmanaged: nothing runs, only the RM works).
+		out, errOut, err := dist.Run(ctx, viaService, "alice", "sh.weft.interop.SubmitApp", "--name", "via-service", "--unmanaged", "true")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		var sub submitted
+		Expect(json.Unmarshal([]byte(out), &sub)).To(Succeed(), out)
+
+		// The active's pod deleted without grace — its process SIGKILLed and
+		// not restarted in place, as when its node is lost. A yarn CLI
+		// started at once through the Service retries its one address each
+		// second until the Service leads to the new active.
+		zero := int64(0)
+		killed := time.Now()
+		Expect(cluster.Client.CoreV1().Pods("weft-system").Delete(ctx, first, metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
+		type answer struct {
+			out, errOut string
+			err         error
+			after       time.Duration
+		}
+		during := make(chan answer, 1)
+		go func() {
+			defer GinkgoRecover()
+			out, errOut, err := dist.Yarn(ctx, viaService, "alice", "application", "-status", sub.ApplicationID)
+			during <- answer{out, errOut, err, time.Since(killed)}
+		}()
+		var second string
+		Eventually(func(g Gomega) {
+			second = activeBehindService(ctx, g)
+			g.Expect(second).NotTo(Equal(first))
+		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+		took := time.Since(killed)
+		var a answer
+		Eventually(during).WithTimeout(2 * time.Minute).Should(Receive(&a))
+		Expect(a.err).NotTo(HaveOccurred(), a.errOut)
+		Expect(a.out).To(MatchRegexp(`Application-Name\s*:\s*via-service`))
+		AddReportEntry("failover behind the Service", fmt.Sprintf("%s took over from %s: active behind the Service %s after the kill; a yarn CLI started through the Service at the kill answered after %s",
+			second, first, took.Round(100*time.Millisecond), a.after.Round(100*time.Millisecond)))
+		Expect(took).To(BeNumerically("<", 10*time.Second), "the standby leads and the Service follows it")
+
+		for _, conf := range []string{viaService, viaIDs} {
+			out, errOut, err := dist.Yarn(ctx, conf, "alice", "application", "-list", "-appStates", "ALL")
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			Expect(out).To(ContainSubstring(sub.ApplicationID), "the application acknowledged before the failover")
+		}
+		// The Deployment's new pod comes up a standby: the Service keeps
+		// only the active.
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"weft-rm", "weft-rm-b"} {
+				d, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(d.Status.ReadyReplicas).To(Equal(int32(1)), name)
+			}
+			g.Expect(activeBehindService(ctx, g)).To(Equal(second))
+		}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+	}, SpecTimeout(10*time.Minute))
 
 	It("creates AM pods and credentials the API server accepts, and removes them on kill", func(ctx SpecContext) {
 		// The controller manager gives the namespace its default ServiceAccount.

@@ -228,6 +228,20 @@ func WriteConfWithFS(dir, rmAddr, schedulerAddr, webAddr, defaultFS string) erro
 	}, defaultFS)
 }
 
+// WriteServiceConf is WriteConf for clients that reach ResourceManagers in
+// HA through one address that follows the active replica (a Kubernetes
+// Service) instead of rm-ids: such a client can only retry that address,
+// so it does so every second (yarn.resourcemanager.connect.retry-interval.ms,
+// 30 s by default), as an operator wanting fast failover sets it.
+func WriteServiceConf(dir, rmAddr, schedulerAddr, webAddr string) error {
+	return writeConf(dir, map[string]string{
+		"yarn.resourcemanager.address":                   rmAddr,
+		"yarn.resourcemanager.scheduler.address":         schedulerAddr,
+		"yarn.resourcemanager.webapp.address":            webAddr,
+		"yarn.resourcemanager.connect.retry-interval.ms": "1000",
+	}, "")
+}
+
 // RMAddrs are one ResourceManager's client, scheduler and web addresses.
 type RMAddrs struct{ Client, Scheduler, Web string }
 
