@@ -414,46 +414,9 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 	}, SpecTimeout(12*time.Minute))
 
 	It("runs wordcount over files in HDFS and the output equals counts computed here", func(ctx SpecContext) {
-		words := strings.Fields("weft yarn kubernetes hadoop spark shuffle reclaimed queue tier node pod")
-		want := map[string]int{}
-		local := GinkgoT().TempDir()
-		var paths []string
-		for f := 0; f < 3; f++ {
-			var b strings.Builder
-			for i := 0; i < 2000+f*500; i++ {
-				w := words[(i*7+f*3+i/len(words))%len(words)]
-				if i%13 == 0 {
-					w = fmt.Sprintf("%s-%d", w, f)
-				}
-				want[w]++
-				b.WriteString(w)
-				if i%10 == 9 {
-					b.WriteString("\n")
-				} else {
-					b.WriteString(" ")
-				}
-			}
-			p := filepath.Join(local, fmt.Sprintf("words-%d.txt", f))
-			Expect(os.WriteFile(p, []byte(b.String()), 0o644)).To(Succeed())
-			paths = append(paths, p)
-		}
-		_, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-mkdir", "-p", "/user/alice/wc-in")
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		_, errOut, err = y.dist.Hadoop(ctx, y.conf, "alice", append(append([]string{"fs", "-put"}, paths...), "/user/alice/wc-in")...)
-		Expect(err).NotTo(HaveOccurred(), errOut)
-
+		want := y.wordsInHDFS(ctx, "/user/alice/wc-in", 3)
 		y.mapReduce(ctx, "word count", "wordcount", "-Dmapreduce.job.reduces=2", "/user/alice/wc-in", "/user/alice/wc-out")
-		out, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", "/user/alice/wc-out/part-r-*")
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		got := map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var w string
-			var n int
-			_, err := fmt.Sscanf(line, "%s\t%d", &w, &n)
-			Expect(err).NotTo(HaveOccurred(), line)
-			got[w] += n
-		}
-		Expect(got).To(Equal(want))
+		Expect(y.wordCounts(ctx, "/user/alice/wc-out")).To(Equal(want))
 	}, SpecTimeout(8*time.Minute))
 
 	It("runs an unmodified MapReduce job with a shuffle (pi 4 1000) and prints an estimate", func(ctx SpecContext) {
@@ -510,3 +473,54 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		}
 	}, SpecTimeout(6*time.Minute))
 })
+
+// wordsInHDFS writes files of words (2,000 and more each) into dir on
+// HDFS and returns how often each word occurs in them, as wordcount must
+// count it.
+func (y *yarnOnKube) wordsInHDFS(ctx context.Context, dir string, files int) map[string]int {
+	GinkgoHelper()
+	words := strings.Fields("weft yarn kubernetes hadoop spark shuffle reclaimed queue tier node pod")
+	want := map[string]int{}
+	local := GinkgoT().TempDir()
+	var paths []string
+	for f := 0; f < files; f++ {
+		var b strings.Builder
+		for i := 0; i < 2000+f*500; i++ {
+			w := words[(i*7+f*3+i/len(words))%len(words)]
+			if i%13 == 0 {
+				w = fmt.Sprintf("%s-%d", w, f)
+			}
+			want[w]++
+			b.WriteString(w)
+			if i%10 == 9 {
+				b.WriteString("\n")
+			} else {
+				b.WriteString(" ")
+			}
+		}
+		p := filepath.Join(local, fmt.Sprintf("words-%d.txt", f))
+		Expect(os.WriteFile(p, []byte(b.String()), 0o644)).To(Succeed())
+		paths = append(paths, p)
+	}
+	_, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-mkdir", "-p", dir)
+	Expect(err).NotTo(HaveOccurred(), errOut)
+	_, errOut, err = y.dist.Hadoop(ctx, y.conf, "alice", append(append([]string{"fs", "-put"}, paths...), dir)...)
+	Expect(err).NotTo(HaveOccurred(), errOut)
+	return want
+}
+
+// wordCounts reads wordcount's output in dir.
+func (y *yarnOnKube) wordCounts(ctx context.Context, dir string) map[string]int {
+	GinkgoHelper()
+	out, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", dir+"/part-r-*")
+	Expect(err).NotTo(HaveOccurred(), errOut)
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var w string
+		var n int
+		_, err := fmt.Sscanf(line, "%s\t%d", &w, &n)
+		Expect(err).NotTo(HaveOccurred(), line)
+		got[w] += n
+	}
+	return got
+}

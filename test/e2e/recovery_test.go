@@ -91,6 +91,41 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		Expect(y.rm.Logs()).To(ContainSubstring("resync=true"), "the AM re-registered with the restarted RM")
 	}, SpecTimeout(8*time.Minute))
 
+	It("keeps a wordcount through kill -9 of weft-rm while its maps run: same application, one attempt, no container restarted, the counts right", func(ctx SpecContext) {
+		y := yarn()
+		want := y.wordsInHDFS(ctx, "/user/alice/wc-restart-in", 4)
+		ex, err := y.dist.Jar("hadoop-mapreduce-examples-")
+		Expect(err).NotTo(HaveOccurred())
+		job := y.startJob(ctx, "word count", y.dist.Command(ctx, y.conf, "alice", "org.apache.hadoop.util.RunJar", ex,
+			"wordcount", "-Dmapreduce.job.reduces=2", "/user/alice/wc-restart-in", "/user/alice/wc-restart-out"))
+		// weft-rm goes down once the AM runs with its first maps: what the
+		// maps finish, and the reducers the AM asks for, meet a restarted
+		// RM.
+		var app string
+		Eventually(func(g Gomega) {
+			if err := job.failed(); err != nil {
+				StopTrying(err.Error()).Now()
+			}
+			app = job.app(y)
+			g.Expect(app).NotTo(BeEmpty(), "submitted")
+			g.Expect(y.runningPods(ctx, app)).To(BeNumerically(">=", 2), "the AM and a map running")
+		}).WithTimeout(4 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		y.killRM(ctx)
+
+		Expect(job.wait()).To(Succeed(), job.output()+"\nweft-rm:\n"+y.rm.Logs())
+		Expect(job.app(y)).To(Equal(app), "the same application")
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		Expect(y.attempts(ctx, app)).To(Equal(1), "the AM was not restarted")
+		for _, p := range y.appPods(ctx, app) {
+			for _, cs := range p.Status.ContainerStatuses {
+				Expect(cs.RestartCount).To(BeZero(), p.Name)
+			}
+		}
+		Expect(y.wordCounts(ctx, "/user/alice/wc-restart-out")).To(Equal(want))
+	}, SpecTimeout(8*time.Minute))
+
 	It("keeps a TeraSort through kill -9 of the node plugin in its shuffle: reducers resume their fetches, no task re-run, SUCCEEDED", func(ctx SpecContext) {
 		y := yarn()
 		// Eight input files, eight maps; the reducers start with the first
