@@ -193,8 +193,13 @@ func clusterInfo(startedOn int64, haState, store string, ha bool) *dao.ClusterIn
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
-	snap := h.mgr.Snapshot()
-	m := dao.ClusterMetricsInfo{RMSchedulerBusyPercent: -1}
+	dao.Write(w, r, http.StatusOK, h.clusterMetrics(h.mgr.Snapshot()))
+}
+
+// clusterMetrics is /ws/v1/cluster/metrics over snap; the web UI's
+// metrics bar shows the same.
+func (h *handler) clusterMetrics(snap *state.Snapshot) *dao.ClusterMetricsInfo {
+	m := &dao.ClusterMetricsInfo{RMSchedulerBusyPercent: -1}
 	for _, a := range snap.Applications(state.ApplicationFilter{}) {
 		m.AppsSubmitted++
 		switch a.State {
@@ -244,15 +249,25 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 	m.TotalClusterResourcesAcrossPartition = dao.NewResource(m.TotalMB, int32(m.TotalVirtualCores))
 	m.TotalReservedResourcesAcrossPartition = dao.NewResource(0, 0)
 	m.TotalAllocatedContainersAcrossPartition = m.ContainersAllocated
-	dao.Write(w, r, http.StatusOK, &m)
+	return m
 }
 
 func (h *handler) scheduler(w http.ResponseWriter, r *http.Request) {
-	snap := h.mgr.Snapshot()
-	root, ok := h.mgr.Queues().Queue("root")
-	if !ok {
+	info := h.schedulerInfo(h.mgr.Snapshot())
+	if info == nil {
 		writeError(w, r, notFound("no root queue"))
 		return
+	}
+	dao.Write(w, r, http.StatusOK, &dao.SchedulerTypeInfo{SchedulerInfo: info})
+}
+
+// schedulerInfo is /ws/v1/cluster/scheduler's schedulerInfo over snap, or
+// nil when the tree has no root queue; the web UI's scheduler page draws
+// the same.
+func (h *handler) schedulerInfo(snap *state.Snapshot) *dao.CapacitySchedulerInfo {
+	root, ok := h.mgr.Queues().Queue("root")
+	if !ok {
+		return nil
 	}
 	info := &dao.CapacitySchedulerInfo{Capacity: dao.Float32(root.Capacity), MaxCapacity: dao.Float32(root.MaxCapacity),
 		QueueName: root.Name, QueuePath: root.Path, MaxParallelApps: 2147483647,
@@ -266,7 +281,7 @@ func (h *handler) scheduler(w http.ResponseWriter, r *http.Request) {
 			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(v, child, 1))
 		}
 	}
-	dao.Write(w, r, http.StatusOK, &dao.SchedulerTypeInfo{SchedulerInfo: info})
+	return info
 }
 
 // queueView is what a queue subtree holds, for its scheduler page.
@@ -401,6 +416,12 @@ func aclOrNone(acl string) string {
 }
 
 func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
+	return h.appInfoIn(h.mgr.Snapshot(), a)
+}
+
+// appInfoIn is the REST application as of snap, so that a page showing
+// many applications reads one view of the store.
+func (h *handler) appInfoIn(snap *state.Snapshot, a *records.Application) *dao.AppInfo {
 	end := a.FinishTime
 	if end == 0 {
 		end = h.opts.Now().UnixMilli()
@@ -412,7 +433,6 @@ func (h *handler) appInfo(a *records.Application) *dao.AppInfo {
 		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM,
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
-	snap := h.mgr.Snapshot()
 	containers := snap.ContainersOfApp(a.ID)
 	u := records.UsageOf(containers, h.opts.Now().UnixMilli())
 	info.RunningContainers, info.AllocatedMB, info.AllocatedVCores = u.Containers, u.Allocated.MemoryMB, int64(u.Allocated.VCores)

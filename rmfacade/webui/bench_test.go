@@ -1,0 +1,89 @@
+package webui_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// BenchmarkPages renders each page over a store of 10,000 applications
+// (a tenth of them running with an AM and a worker container, the rest
+// finished, failed or accepted) on 20 nodes, the size of a busy RM's
+// retained list (yarn.resourcemanager.max-completed-applications defaults
+// to 1,000; clusters raise it). The target is under 50 ms a page; the
+// benchmark reports rather than enforces it, as a loaded machine would
+// fail it spuriously.
+//
+//	go test ./rmfacade/webui/ -run '^$' -bench Pages -benchtime 20x
+func BenchmarkPages(b *testing.B) {
+	const apps, nodes = 10000, 20
+	var ns []*records.Node
+	for i := range nodes {
+		ns = append(ns, &records.Node{ID: fmt.Sprintf("n%02d:8041", i), Host: fmt.Sprintf("n%02d", i), Port: 8041, Rack: "/default-rack",
+			HTTPAddress: fmt.Sprintf("n%02d:8042", i), State: records.NodeRunning, Capability: records.Resource{MemoryMB: 262144, VCores: 64},
+			Used: records.Resource{MemoryMB: 102400, VCores: 100}, NumContainers: 100, LastHealthUpdate: now.UnixMilli()})
+	}
+	queues := []string{"default", "etl", "adhoc"}
+	states := []records.AppState{records.AppFinished, records.AppFinished, records.AppFinished, records.AppFailed, records.AppKilled,
+		records.AppFinished, records.AppAccepted, records.AppFinished, records.AppFinished, records.AppRunning}
+	c := newCluster(b, testQueues(b), func(w *state.WriteTxn) error {
+		for i := int32(1); i <= apps; i++ {
+			st := states[i%int32(len(states))]
+			a := &records.Application{ID: appID(i), Name: fmt.Sprintf("job-%05d", i), User: fmt.Sprintf("user%02d", i%37),
+				Queue: queues[i%3], Type: "SPARK", State: st, FinalStatus: records.FinalUndefined,
+				StartTime: now.UnixMilli() - int64(apps-i)*1000, MaxAttempts: 2}
+			if st.Terminal() {
+				a.FinishTime, a.FinalStatus = a.StartTime+500, records.FinalSucceeded
+			}
+			if st == records.AppRunning {
+				a.CurrentAttempt = 1
+			}
+			if err := w.PutApplication(a); err != nil {
+				return err
+			}
+			if st != records.AppRunning {
+				continue
+			}
+			if err := w.PutAttempt(&records.Attempt{ID: attemptID(i, 1), State: records.AttemptRunning,
+				AMContainer: containerID(i, 1, 1).String(), StartTime: a.StartTime}); err != nil {
+				return err
+			}
+			node := ns[int(i)%nodes]
+			for id := int64(1); id <= 2; id++ {
+				if err := w.PutContainer(&records.Container{ID: containerID(i, 1, id), Node: node.ID, NodeHTTP: node.HTTPAddress,
+					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerRunning, StartTime: a.StartTime, Tier: "low"}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, ns...)
+	running := appID(apps - 1) // i%10 == 9: running
+	pages := []struct{ name, path string }{
+		{"apps", "/cluster/apps"},
+		{"apps-last-page", "/cluster/apps?page=200"},
+		{"apps-running-by-elapsed", "/cluster/apps/RUNNING?sort=elapsed&order=asc"},
+		{"apps-queue-user", "/cluster/apps?queue=etl&user=user07&sort=name"},
+		{"app", "/cluster/app/" + running.String()},
+		{"attempt", "/cluster/appattempt/" + records.AttemptID{App: running, ID: 1}.String()},
+		{"scheduler", "/cluster/scheduler"},
+		{"nodes", "/cluster/nodes"},
+	}
+	for _, p := range pages {
+		b.Run(p.name, func(b *testing.B) {
+			if status, body := get(b, c.handler, p.path); status != http.StatusOK {
+				b.Fatalf("GET %s: %d\n%s", p.path, status, body)
+			}
+			req := httptest.NewRequest(http.MethodGet, p.path, nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c.handler.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		})
+	}
+}
