@@ -278,7 +278,7 @@ func (h *handler) schedulerInfo(snap *state.Snapshot) *dao.CapacitySchedulerInfo
 	}
 	for _, path := range root.Children {
 		if child, ok := h.mgr.Queues().Queue(path); ok {
-			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(v, child, 1))
+			info.Queues.Queue = append(info.Queues.Queue, h.queueInfo(v, child, 1, 1))
 		}
 	}
 	return info
@@ -293,13 +293,15 @@ type queueView struct {
 }
 
 // queueInfo renders a queue subtree as the CapacityScheduler does;
-// parentAbs is the parent's absolute capacity as a fraction of the
-// cluster. Used capacities are by memory, as its default resource
+// parentAbs and parentAbsMax are the parent's absolute capacity and
+// absolute maximum capacity as fractions of the cluster (a queue's
+// absolute maximum is its maximum share of its parent's absolute maximum,
+// as CSQueueUtils computes it, not of its parent's guarantee). Used capacities are by memory, as its default resource
 // calculator measures them.
-func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *dao.CapacitySchedulerQueueInfo {
-	abs := parentAbs * q.Capacity / 100
+func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs, parentAbsMax float32) *dao.CapacitySchedulerQueueInfo {
+	abs, absMax := parentAbs*q.Capacity/100, parentAbsMax*q.MaxCapacity/100
 	info := &dao.CapacitySchedulerQueueInfo{Capacity: dao.Float32(q.Capacity), MaxCapacity: dao.Float32(q.MaxCapacity),
-		AbsoluteCapacity: dao.Float32(abs * 100), AbsoluteMaxCapacity: dao.Float32(parentAbs * q.MaxCapacity),
+		AbsoluteCapacity: dao.Float32(abs * 100), AbsoluteMaxCapacity: dao.Float32(absMax * 100),
 		QueueName: q.Name, QueuePath: q.Path, State: q.State, MaxParallelApps: 2147483647, QueueType: "parent"}
 	max := h.mgr.MaximumAllocation()
 	info.MaximumAllocation = dao.NewResourceInfo(max.MemoryMB, max.VCores)
@@ -366,7 +368,7 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs float32) *d
 		info.Queues = &dao.CapacitySchedulerQueueInfoList{}
 		for _, path := range q.Children {
 			if child, ok := h.mgr.Queues().Queue(path); ok {
-				ci := h.queueInfo(v, child, abs)
+				ci := h.queueInfo(v, child, abs, absMax)
 				info.NumApplications += ci.NumApplications
 				info.AllocatedContainers += ci.AllocatedContainers
 				used = used.Add(records.Resource{MemoryMB: ci.ResourcesUsed.Memory, VCores: ci.ResourcesUsed.VCores})

@@ -311,9 +311,9 @@ func TestSchedulerBars(t *testing.T) {
 			"borrowed": "left:100.0%;width:0.0%", "pending": "left:25.0%;width:0.0%"}},
 		{"root.default", map[string]string{"max": "width:100.0%", "guaranteed": "width:80.0%", "used": "width:0.0%", "borrowed": "left:80.0%;width:0.0%"}},
 		{"root.eng", map[string]string{"max": "width:50.0%", "guaranteed": "width:20.0%", "used": "width:20.0%", "borrowed": "left:20.0%;width:5.0%"}},
-		// REST's absoluteMaxCapacity is the parent's absolute capacity
-		// times the queue's max (20% × 100%); the page draws what REST says.
-		{"root.eng.etl", map[string]string{"max": "width:20.0%", "guaranteed": "width:10.0%", "used": "width:10.0%", "borrowed": "left:10.0%;width:15.0%"}},
+		// absoluteMaxCapacity is the parent's absolute maximum times the
+		// queue's max (50% × 100%), as YARN's CSQueueUtils computes it.
+		{"root.eng.etl", map[string]string{"max": "width:50.0%", "guaranteed": "width:10.0%", "used": "width:10.0%", "borrowed": "left:10.0%;width:15.0%"}},
 		{"root.eng.adhoc", map[string]string{"guaranteed": "width:10.0%", "used": "width:0.0%", "borrowed": "left:10.0%;width:0.0%"}},
 	}
 	for _, tt := range tests {
