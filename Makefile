@@ -21,16 +21,20 @@ generate: deps
 		--go_out=. --go_opt=module=$(MODULE) $(PROTO_FILES)
 	$(GO) tool controller-gen object paths=./quota/api/... paths=./scheduler/tide/api/...
 	$(GO) tool controller-gen crd paths=./quota/api/... paths=./scheduler/tide/api/... output:crd:dir=deploy/crds
+	@# The chart ships the CRDs and the dashboard as copies: a chart reads
+	@# nothing outside its directory (go test ./deploy checks they match).
+	cp deploy/crds/*.yaml deploy/chart/weft/crds/
+	cp deploy/monitoring/weft-dashboard.json deploy/chart/weft/dashboards/
 
 verify-generate: generate
-	@git diff --exit-code -- protos quota/api scheduler/tide/api deploy/crds || { echo "generated code is stale: run make generate"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- protos quota/api scheduler/tide/api deploy/crds)" || { echo "make generate made files that are not in git"; exit 1; }
+	@git diff --exit-code -- protos quota/api scheduler/tide/api deploy/crds deploy/chart/weft/crds deploy/chart/weft/dashboards || { echo "generated code is stale: run make generate"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- protos quota/api scheduler/tide/api deploy/crds deploy/chart/weft/crds deploy/chart/weft/dashboards)" || { echo "make generate made files that are not in git"; exit 1; }
 
 # Installs what the tests need from Debian when missing (CI runs as root).
 deps:
 	@command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
 
-test: deps verify-generate unit-test e2e-test newcomer-test
+test: deps verify-generate helm-check unit-test e2e-test newcomer-test
 
 unit-test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -159,3 +163,34 @@ images:
 
 clean:
 	rm -rf $(BIN)
+
+# The Helm chart (deploy/chart/weft), the user-facing install: helm is
+# built from its Go module, pinned, into the tool cache (once: a few
+# minutes at the lowest CPU priority; later runs find that version's
+# binary and skip it), linted with each profile and with the optional
+# parts on, and rendered with each profile into a temporary directory.
+# go test ./deploy (chart_test.go) compares the rendering with deploy/
+# itself, with the helm this leaves in $(HOME)/.cache/weft/bin.
+HELM_VERSION := v3.22.0
+HELM_KUBE := 1 37
+WEFT_TOOLS := $(HOME)/.cache/weft
+HELM := $(WEFT_TOOLS)/helm/$(HELM_VERSION)/helm
+HELM_PROFILES := weft plain katalyst koordinator
+.PHONY: helm-check
+helm-check:
+	@test -x $(HELM) || { echo "helm-check: building helm $(HELM_VERSION) into $(dir $(HELM)) (once)"; \
+	  GOBIN=$(dir $(HELM)) nice -n 19 $(GO) install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$(word 1,$(HELM_KUBE)) -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(word 2,$(HELM_KUBE)) \
+	    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$(word 1,$(HELM_KUBE)) -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(word 2,$(HELM_KUBE))" \
+	    helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); }
+	@mkdir -p $(WEFT_TOOLS)/bin && ln -sfn $(HELM) $(WEFT_TOOLS)/bin/helm
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for p in $(HELM_PROFILES); do \
+	  $(HELM) lint --strict deploy/chart/weft --set profile=$$p >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
+	  $(HELM) template weft deploy/chart/weft --include-crds --set profile=$$p --output-dir $$tmp/$$p >/dev/null || exit 1; \
+	  echo "helm-check: $$p: lint clean, $$(cat $$(find $$tmp/$$p -name '*.yaml') | grep -c '^kind:') objects rendered"; \
+	done; \
+	opt="monitoring.serviceMonitor.enabled=true,monitoring.dashboard.enabled=true,nodePlugin.colocation.enabled=false,rm.replicas=1"; \
+	$(HELM) lint --strict deploy/chart/weft --set $$opt >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
+	$(HELM) template weft deploy/chart/weft --set $$opt >/dev/null || exit 1; \
+	echo "helm-check: with $$opt: lint clean, rendered"
