@@ -152,12 +152,6 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 				Expect(err).NotTo(HaveOccurred())
 				rendered += "\n---\n" + string(b) + "\n"
 			}
-			DeferCleanup(func(ctx SpecContext) {
-				err := cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm-b", metav1.DeleteOptions{})
-				if !apierrors.IsNotFound(err) {
-					Expect(err).NotTo(HaveOccurred())
-				}
-			})
 		}
 		manifests := filepath.Join(GinkgoT().TempDir(), "weft.yaml")
 		Expect(os.WriteFile(manifests, []byte(rendered), 0o644)).To(Succeed())
@@ -168,6 +162,16 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			// a later `make run` must not find this suite's weft-rm state.
 			Expect(kube.RemoveWeft(ctx, cluster, "weft", time.Minute)).To(Succeed())
 		})
+		if secondRM {
+			// Cleanups run last first: the second replica goes before
+			// RemoveWeft waits for weft-system to empty.
+			DeferCleanup(func(ctx SpecContext) {
+				err := cluster.Client.AppsV1().Deployments("weft-system").Delete(ctx, "weft-rm-b", metav1.DeleteOptions{})
+				if !apierrors.IsNotFound(err) {
+					Expect(err).NotTo(HaveOccurred())
+				}
+			})
+		}
 		return objs
 	}
 	// activeBehindService is the pod of the active weft-rm: the one that
@@ -283,12 +287,17 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		var sub submitted
 		Expect(json.Unmarshal([]byte(out), &sub)).To(Succeed(), out)
 
-		// The active's pod deleted without grace — its process SIGKILLed and
-		// not restarted in place, as when its node is lost. A yarn CLI
-		// started at once through the Service retries its one address each
-		// second until the Service leads to the new active.
+		// kill -9 of the active (no Lease released), and its pod deleted at
+		// once, so that the kubelet does not restart it in place — under the
+		// same pod name, the Lease holder's identity, it would simply resume
+		// as the active —: as when its node is lost. A yarn CLI started at
+		// once through the Service retries its one address each second
+		// until the Service leads to the new active.
+		pod, err := cluster.Client.CoreV1().Pods("weft-system").Get(ctx, first, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
 		zero := int64(0)
 		killed := time.Now()
+		Expect(kube.KillContainers(ctx, pod)).To(Succeed())
 		Expect(cluster.Client.CoreV1().Pods("weft-system").Delete(ctx, first, metav1.DeleteOptions{GracePeriodSeconds: &zero})).To(Succeed())
 		type answer struct {
 			out, errOut string
@@ -311,7 +320,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Eventually(during).WithTimeout(2 * time.Minute).Should(Receive(&a))
 		Expect(a.err).NotTo(HaveOccurred(), a.errOut)
 		Expect(a.out).To(MatchRegexp(`Application-Name\s*:\s*via-service`))
-		AddReportEntry("failover behind the Service", fmt.Sprintf("%s took over from %s: active behind the Service %s after the kill; a yarn CLI started through the Service at the kill answered after %s",
+		AddReportEntry("failover behind the Service", fmt.Sprintf("%s took over from %s: active behind the Service %s after the kill -9; a yarn CLI started through the Service at the kill answered after %s",
 			second, first, took.Round(100*time.Millisecond), a.after.Round(100*time.Millisecond)))
 		Expect(took).To(BeNumerically("<", 10*time.Second), "the standby leads and the Service follows it")
 

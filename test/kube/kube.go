@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -159,4 +161,22 @@ func ContainerdAddress() string {
 		state = filepath.Join(Cache(), "kube")
 	}
 	return filepath.Join(state, "containerd", "containerd.sock")
+}
+
+// KillContainers ends every container of pod at once with SIGKILL through
+// the node's containerd (kill -9, no grace: the kubelet's stop would
+// send SIGTERM first, and a process that catches it shuts down cleanly).
+func KillContainers(ctx context.Context, pod *corev1.Pod) error {
+	for _, cs := range pod.Status.ContainerStatuses {
+		id, ok := strings.CutPrefix(cs.ContainerID, "containerd://")
+		if !ok {
+			return fmt.Errorf("pod %s container %s: id %q is not containerd's", pod.Name, cs.Name, cs.ContainerID)
+		}
+		out, err := exec.CommandContext(ctx, "ctr", "--address", ContainerdAddress(), "-n", "k8s.io",
+			"tasks", "kill", "-s", "SIGKILL", id).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kill -9 pod %s container %s: %v: %s", pod.Name, cs.Name, err, out)
+		}
+	}
+	return nil
 }
