@@ -196,8 +196,8 @@ HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up until "make stop"
 // node can lend — at least what the demo's AM and one container take
 // (1 vcore each, 250m a vcore) — and prints it: until then weft-rm sees a
 // node with nothing to offer, and the job would wait in ACCEPTED. The
-// agent takes online use at its peak over the last 2 minutes, so the
-// minutes that built and started everything count.
+// agent takes online use at its peak over the last 30 seconds (the local
+// overlay's window), so the building and starting just done still count.
 func lending(ctx context.Context, cluster *kube.Cluster, since time.Time) error {
 	nodes, err := cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
