@@ -103,7 +103,8 @@ if ! alive kubelet; then
 fi
 kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
 for _ in $(seq 300); do
-  ready=$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null)
+  # Not found yet (a fresh cluster) is not an error: the loop waits.
+  ready=$(kubectl_ get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null || true)
   # RFC 3339 UTC times compare as strings.
   if [ "${ready%% *}" = True ] && { [ -z "$since" ] || [[ ! "${ready#* }" < "$since" ]]; }; then exit 0; fi
   alive kubelet || break
