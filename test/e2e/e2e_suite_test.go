@@ -28,7 +28,7 @@ func TestE2E(t *testing.T) {
 // first spec's: Weft's binaries, and on a fresh machine the builds the
 // suites share — the local Kubernetes (started, then stopped: each suite
 // brings it up and down), Weft's image in its containerd, and the pinned
-// Hadoop harnesses from Maven.
+// Hadoop harnesses from Maven, kwok.
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	dir, err := os.MkdirTemp("", "weft-e2e-bin-")
 	Expect(err).NotTo(HaveOccurred())
@@ -55,6 +55,10 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	_, err = hadoop.MiniCluster(ctx, "3.4.1")
 	Expect(err).NotTo(HaveOccurred())
 	_, err = hadoop.SparkDist(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	// kwok, which the tide suite's first spec would otherwise build inside
+	// its one-minute timeout (a cold run timed out there).
+	_, err = kube.Kwok(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return []byte(dir)
 }, func(dir []byte) {
