@@ -4,8 +4,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +14,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/server"
@@ -39,24 +36,7 @@ func objects(t *testing.T, pattern string) []*unstructured.Unstructured {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			err := dec.Decode(&u.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if u.Object == nil {
-				continue
-			}
-			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-				t.Fatalf("%s: object without apiVersion, kind or name: %v", f, u.Object)
-			}
-			out = append(out, u)
-		}
+		out = append(out, decodeAll(t, f, r)...)
 		r.Close()
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -321,6 +322,13 @@ func (j *runningJob) output() string {
 // and returns its id.
 func (j *runningJob) waitRunning(ctx context.Context, y *yarnOnKube, n int) string {
 	GinkgoHelper()
+	return j.waitPods(ctx, y, Equal(n), time.Second)
+}
+
+// waitPods is waitRunning for any count of running pods running matches,
+// polled every poll.
+func (j *runningJob) waitPods(ctx context.Context, y *yarnOnKube, running gomegatypes.GomegaMatcher, poll time.Duration) string {
+	GinkgoHelper()
 	var app string
 	Eventually(func(g Gomega) {
 		if err := j.failed(); err != nil {
@@ -328,8 +336,8 @@ func (j *runningJob) waitRunning(ctx context.Context, y *yarnOnKube, n int) stri
 		}
 		app = j.app(y)
 		g.Expect(app).NotTo(BeEmpty(), "submitted")
-		g.Expect(y.runningPods(ctx, app)).To(Equal(n))
-	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		g.Expect(y.runningPods(ctx, app)).To(running)
+	}).WithTimeout(4 * time.Minute).WithPolling(poll).Should(Succeed())
 	return app
 }
 

@@ -101,15 +101,7 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		// weft-rm goes down once the AM runs with its first maps: what the
 		// maps finish, and the reducers the AM asks for, meet a restarted
 		// RM.
-		var app string
-		Eventually(func(g Gomega) {
-			if err := job.failed(); err != nil {
-				StopTrying(err.Error()).Now()
-			}
-			app = job.app(y)
-			g.Expect(app).NotTo(BeEmpty(), "submitted")
-			g.Expect(y.runningPods(ctx, app)).To(BeNumerically(">=", 2), "the AM and a map running")
-		}).WithTimeout(4 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		app := job.waitPods(ctx, y, BeNumerically(">=", 2), 500*time.Millisecond) // the AM and a map running
 		y.killRM(ctx)
 
 		Expect(job.wait()).To(Succeed(), job.output()+"\nweft-rm:\n"+y.rm.Logs())
