@@ -161,15 +161,17 @@ func (a *Allocator) Forget(attempt records.AttemptID) {
 	a.mu.Unlock()
 }
 
-// Pending is how many containers an attempt still waits for.
-func (a *Allocator) Pending(attempt records.AttemptID) int {
+// Outstanding is what an attempt still waits for: its asks' containers and
+// their resources summed, as YARN's AppSchedulingInfo counts an
+// application's pending resources for the queue (REST pendingResources).
+func (a *Allocator) Outstanding(attempt records.AttemptID) (containers int, resources records.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := 0
-	for _, c := range a.asks[attempt] {
-		n += c
+	for k, n := range a.asks[attempt] {
+		containers += n
+		resources = resources.Add(records.Resource{MemoryMB: k.Resource.MemoryMB * int64(n), VCores: k.Resource.VCores * int32(n)})
 	}
-	return n
+	return containers, resources
 }
 
 // Kick asks for a cycle soon.

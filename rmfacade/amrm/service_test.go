@@ -237,8 +237,8 @@ func TestGrantsContainers(t *testing.T) {
 	if tiers["medium"] != 1 || tiers["low"] != 2 {
 		t.Errorf("tiers %v, want one medium (the job's minimum) and two low", tiers)
 	}
-	if f.alloc.Pending(attempt) != 1 {
-		t.Errorf("pending %d, want 1", f.alloc.Pending(attempt))
+	if n, _ := f.alloc.Outstanding(attempt); n != 1 {
+		t.Errorf("pending %d, want 1", n)
 	}
 	// Released: completed with ABORTED on the next allocate, once.
 	released := resp.GetAllocatedContainers()[0].GetId()

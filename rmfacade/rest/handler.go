@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,6 +43,13 @@ type Options struct {
 	// HA says the RM runs with leader election, for cluster info's
 	// haZooKeeperConnectionState.
 	HA bool
+	// Asks, when set, gives what an attempt's AM has asked for and not
+	// been granted: how many containers, and their resources in all. The
+	// AMs' outstanding asks are not in the state store — the allocator
+	// keeps them in memory, and AMs resend them after a restart — so
+	// without it a queue's pending resources are only the AM containers
+	// its ACCEPTED applications wait for.
+	Asks func(attempt records.AttemptID) (containers int, resources records.Resource)
 }
 
 type handler struct {
@@ -307,7 +315,7 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs, parentAbsM
 	info.MaximumAllocation = dao.NewResourceInfo(max.MemoryMB, max.VCores)
 	info.QueueAcls = dao.QueueAclsInfo{QueueACL: []dao.QueueAclInfo{{AccessType: "ADMINISTER_QUEUE", AccessControlList: aclOrNone(q.AdminACL)},
 		{AccessType: "APPLICATION_MAX_PRIORITY", AccessControlList: "*"}, {AccessType: "SUBMIT_APP", AccessControlList: aclOrNone(q.SubmitACL)}}}
-	var used, amUsed records.Resource
+	var used, amUsed, pending records.Resource
 	var leaf *dao.LeafQueueInfo
 	if q.Leaf() {
 		leaf = &dao.LeafQueueInfo{UserLimit: 100, UserLimitFactor: 1, MaxApplications: 10000, MaxApplicationsPerUser: 10000,
@@ -354,13 +362,19 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs, parentAbsM
 			}
 			amUsed = amUsed.Add(am)
 			u.used, u.am = u.used.Add(au.Allocated), u.am.Add(am)
+			// The users' own pending stays 0: the CapacityScheduler adds
+			// asks to the queue's usage and metrics, not to its users'
+			// (a 3.4.1 RM reports a user's pending 0 beside its queue's).
+			n, r := h.pendingOf(a, containers)
+			info.PendingContainers += n
+			pending = pending.Add(r)
 		}
 		sort.Strings(names)
 		for _, name := range names {
 			u := users[name]
 			u.info.ResourcesUsed = dao.NewResourceInfo(u.used.MemoryMB, u.used.VCores)
 			u.info.AMResourceUsed = dao.NewResourceInfo(u.am.MemoryMB, u.am.VCores)
-			u.info.Resources = partitionUsage(u.used, u.am)
+			u.info.Resources = partitionUsage(u.used, u.am, records.Resource{})
 			leaf.Users.User = append(leaf.Users.User, u.info)
 		}
 		info.QueueType, info.LeafQueueInfo = "leaf", leaf
@@ -372,6 +386,13 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs, parentAbsM
 				info.NumApplications += ci.NumApplications
 				info.AllocatedContainers += ci.AllocatedContainers
 				used = used.Add(records.Resource{MemoryMB: ci.ResourcesUsed.Memory, VCores: ci.ResourcesUsed.VCores})
+				// A parent's pending is its children's, as a queue adds
+				// each change of its pending to its parent's
+				// (AbstractCSQueue.incPendingResource).
+				info.PendingContainers += ci.PendingContainers
+				if parts := ci.Resources.ResourceUsagesByPartition; len(parts) > 0 {
+					pending = pending.Add(records.Resource{MemoryMB: parts[0].Pending.Memory, VCores: parts[0].Pending.VCores})
+				}
 				info.Queues.Queue = append(info.Queues.Queue, ci)
 			}
 		}
@@ -393,19 +414,44 @@ func (h *handler) queueInfo(v queueView, q *records.Queue, parentAbs, parentAbsM
 			int32(parentAbs*q.MaxCapacity/100*float32(v.cluster.VCores))),
 	}}}
 	if leaf != nil {
-		info.Resources = partitionUsage(used, amUsed)
+		info.Resources = partitionUsage(used, amUsed, pending)
 	} else {
 		info.Resources = dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
-			Used: info.ResourcesUsed, Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(0, 0)}}}
+			Used: info.ResourcesUsed, Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(pending.MemoryMB, pending.VCores)}}}
 	}
 	return info
 }
 
-// partitionUsage is a leaf's or a user's usage in the default partition,
-// the one Weft has.
-func partitionUsage(used, amUsed records.Resource) dao.ResourcesInfo {
+// pendingOf is what an unfinished application has asked for and not been
+// granted, as the CapacityScheduler counts it into its queue's pending
+// resources and pendingContainers (AppSchedulingInfo adds each
+// outstanding ResourceRequest when the AM asks, and takes it off as
+// containers are allocated): the outstanding asks of its current
+// attempt's AM (Options.Asks), and, while an ACCEPTED application waits
+// for it, its AM container — the AM's ResourceRequest, which YARN's RM
+// places for the attempt when it is scheduled. An unmanaged AM runs
+// outside the cluster: it waits for nothing.
+func (h *handler) pendingOf(a *records.Application, containers []*records.Container) (n int64, r records.Resource) {
+	if a.State.Terminal() || a.CurrentAttempt == 0 {
+		return 0, r
+	}
+	attempt := records.AttemptID{App: a.ID, ID: a.CurrentAttempt}
+	if h.opts.Asks != nil {
+		asked, res := h.opts.Asks(attempt)
+		n, r = int64(asked), res
+	}
+	if a.State == records.AppAccepted && !a.UnmanagedAM &&
+		!slices.ContainsFunc(containers, func(c *records.Container) bool { return c.ID.ID == 1 && c.ID.Attempt == attempt }) {
+		n, r = n+1, r.Add(a.AMResource)
+	}
+	return n, r
+}
+
+// partitionUsage is a leaf's, a user's or an application's usage in the
+// default partition, the one Weft has.
+func partitionUsage(used, amUsed, pending records.Resource) dao.ResourcesInfo {
 	return dao.ResourcesInfo{ResourceUsagesByPartition: []dao.PartitionResourcesInfo{{
-		Used: dao.NewResourceInfo(used.MemoryMB, used.VCores), Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(0, 0),
+		Used: dao.NewResourceInfo(used.MemoryMB, used.VCores), Reserved: dao.NewResourceInfo(0, 0), Pending: dao.NewResourceInfo(pending.MemoryMB, pending.VCores),
 		AMUsed: dao.NewResource(amUsed.MemoryMB, amUsed.VCores), AMLimit: dao.NewResource(0, 0), UserAMLimit: dao.NewResource(0, 0)}}}
 }
 
@@ -452,7 +498,8 @@ func (h *handler) appInfoIn(snap *state.Snapshot, a *records.Application) *dao.A
 				am = c.Resource
 			}
 		}
-		usage := partitionUsage(u.Allocated, am)
+		_, pending := h.pendingOf(a, containers)
+		usage := partitionUsage(u.Allocated, am, pending)
 		info.ResourceInfo = &usage
 	}
 	// Preemption victims (notified or killed), as the RM counts them.

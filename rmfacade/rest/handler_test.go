@@ -368,3 +368,128 @@ func TestRESTUsage(t *testing.T) {
 			"clusterMetrics.crossPartitionMetricsAvailable": "true", "clusterMetrics.totalClusterResourcesAcrossPartition.memory": "8192"}},
 	})
 }
+
+// TestRESTPending: a queue's pending resources are what its applications
+// asked for and were not granted, as the CapacityScheduler reports them
+// (a 3.4.1 RM: testdata/rm-3.4.1/scheduler.json, where an ACCEPTED
+// application's AM is its queue's pending and its parent's): the AMs'
+// outstanding asks (Options.Asks) and the AM containers ACCEPTED
+// applications wait for, summed up the tree; users' pending stays 0.
+func TestRESTPending(t *testing.T) {
+	st, err := state.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree([]quota.QueueConfig{
+		{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"},
+		{Path: "root.default", Capacity: 50},
+		{Path: "root.eng", Capacity: 50},
+		{Path: "root.eng.etl", Capacity: 50},
+		{Path: "root.eng.adhoc", Capacity: 50},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", Port: 8041, HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 16384, VCores: 16}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	submit := func(queue string, am records.Resource, unmanaged bool) records.ApplicationID {
+		t.Helper()
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: queue, AMResource: am, UnmanagedAM: unmanaged}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	placeAM := func(id records.ApplicationID, am records.Resource) records.AttemptID {
+		t.Helper()
+		attempt := records.AttemptID{App: id, ID: 1}
+		if err := mgr.AMContainerPlaced(ctx, records.ContainerID{Attempt: attempt, ID: 1}, "n1:8041", "n1:8042", am); err != nil {
+			t.Fatal(err)
+		}
+		return attempt
+	}
+	gb := func(n int64) records.Resource { return records.Resource{MemoryMB: n << 10, VCores: int32(n)} }
+
+	// root.eng.etl: an ACCEPTED application waiting for its 2 GB AM, a
+	// RUNNING one whose AM asks for three 1 GB containers, an unmanaged
+	// AM's (nothing to place).
+	waiting := submit("etl", gb(2), false)
+	running := submit("etl", gb(1), false)
+	asking := placeAM(running, gb(1))
+	if _, err := mgr.RegisterAM(ctx, asking, "am", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	submit("etl", records.Resource{}, true)
+	// root.eng.adhoc: an ACCEPTED application whose AM is placed, and a
+	// killed one (its asks are over).
+	placeAM(submit("adhoc", gb(1), false), gb(1))
+	killed := submit("adhoc", gb(4), false)
+	if _, err := mgr.Kill(ctx, killed, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	asks := func(attempt records.AttemptID) (int, records.Resource) {
+		switch attempt.App {
+		case running:
+			return 3, gb(3)
+		case killed:
+			return 5, gb(5)
+		}
+		return 0, records.Resource{}
+	}
+
+	const (
+		s     = "scheduler.schedulerInfo.queues.queue."
+		def   = s + "0."
+		eng   = s + "1."
+		etl   = eng + "queues.queue.0."
+		adhoc = eng + "queues.queue.1."
+		p     = "resources.resourceUsagesByPartition.0.pending."
+	)
+	tests := []struct {
+		name string
+		asks func(records.AttemptID) (int, records.Resource)
+		want map[string]string
+	}{
+		{"with the AMs' asks", asks, map[string]string{
+			etl + "queuePath": "root.eng.etl", etl + p + "memory": "5120", etl + p + "vCores": "5", etl + "pendingContainers": "4",
+			// Every resource type's value, as the RM writes a Resource; a
+			// user's pending stays 0.
+			etl + p + "resourceInformations.resourceInformation.0.value": "5120", etl + "users.user.0.resources.resourceUsagesByPartition.0.pending.memory": "0",
+			adhoc + p + "memory": "0", adhoc + p + "vCores": "0", adhoc + "pendingContainers": "0",
+			eng + "queuePath": "root.eng", eng + p + "memory": "5120", eng + p + "vCores": "5", eng + "pendingContainers": "4",
+			def + "queuePath": "root.default", def + p + "memory": "0", def + "pendingContainers": "0"}},
+		// Without the allocator's asks, the store's alone: the AM
+		// container the ACCEPTED application waits for.
+		{"without", nil, map[string]string{
+			etl + p + "memory": "2048", etl + p + "vCores": "2", etl + "pendingContainers": "1",
+			eng + p + "memory": "2048", eng + p + "vCores": "2", eng + "pendingContainers": "1",
+			adhoc + p + "memory": "0", def + p + "memory": "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(NewHandler(mgr, Options{Logger: quiet, Asks: tt.asks}))
+			defer srv.Close()
+			check(t, srv, []exchange{{name: "scheduler", method: "GET", path: "/ws/v1/cluster/scheduler", wantStatus: 200, wantJSON: tt.want}})
+		})
+	}
+
+	// An application's own report says the same (as a 3.4.1 RM's
+	// app-accepted: its AM pending).
+	srv := httptest.NewServer(NewHandler(mgr, Options{Logger: quiet, Asks: asks}))
+	defer srv.Close()
+	check(t, srv, []exchange{
+		{name: "waiting app", method: "GET", path: "/ws/v1/cluster/apps/" + waiting.String(), wantStatus: 200, wantJSON: map[string]string{
+			"app.resourceInfo.resourceUsagesByPartition.0.pending.memory": "2048", "app.resourceInfo.resourceUsagesByPartition.0.pending.vCores": "2"}},
+		{name: "asking app", method: "GET", path: "/ws/v1/cluster/apps/" + running.String(), wantStatus: 200, wantJSON: map[string]string{
+			"app.resourceInfo.resourceUsagesByPartition.0.pending.memory": "3072", "app.resourceInfo.resourceUsagesByPartition.0.used.memory": "1024"}},
+		// The UI's scheduler page draws the same: the pending bar of
+		// root.eng.etl, 5 GB of the cluster's 16.
+		{name: "ui", method: "GET", path: "/cluster/scheduler", wantStatus: 200, wantText: []string{"<td>5 GB, 5 vcores</td>", `left:6.2%;width:31.2%`}},
+	})
+}

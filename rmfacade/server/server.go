@@ -365,8 +365,12 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
-	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
-		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}),
+	restOpts := rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
+		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
+	if s.allocator != nil {
+		restOpts.Asks = s.allocator.Outstanding
+	}
+	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, restOpts),
 		ReadHeaderTimeout: 10 * time.Second}
 	if s.cfg.LocalNode {
 		return s.registerLocalNode()

@@ -243,15 +243,7 @@ func (u *ui) appsBody(snap *state.Snapshot, q appsQuery) *appsBody {
 	by := appSorts[q.Sort]
 	if q.Sort == "queue" {
 		// The table shows queues by path: sort by what it shows.
-		paths := map[string]string{}
-		pathOf := func(name string) string {
-			p, ok := paths[name]
-			if !ok {
-				p = u.src.QueuePath(name)
-				paths[name] = p
-			}
-			return p
-		}
+		pathOf := u.queuePaths()
 		by = func(a, b *records.Application, _ int64) int { return strings.Compare(pathOf(a.Queue), pathOf(b.Queue)) }
 	}
 	slices.SortStableFunc(apps, func(a, b *records.Application) int {
@@ -331,4 +323,17 @@ func pager(cur, last int, at func(int) string) []pageLink {
 		out = append(out, l)
 	}
 	return out
+}
+
+// queuePaths returns a queue's path by its name, each looked up once.
+func (u *ui) queuePaths() func(name string) string {
+	paths := map[string]string{}
+	return func(name string) string {
+		p, ok := paths[name]
+		if !ok {
+			p = u.src.QueuePath(name)
+			paths[name] = p
+		}
+		return p
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -12,7 +13,9 @@ import (
 
 // BenchmarkPages renders each page over a store of 10,000 applications
 // (a tenth of them running with an AM and a worker container, the rest
-// finished, failed or accepted) on 20 nodes, the size of a busy RM's
+// finished, failed or accepted; of the running, one in five has had a
+// third container killed by preemption in the last hour and one in five
+// has its worker under a preemption notice) on 20 nodes, the size of a busy RM's
 // retained list (yarn.resourcemanager.max-completed-applications defaults
 // to 1,000; clusters raise it). The target is under 50 ms a page; the
 // benchmark reports rather than enforces it, as a loaded machine would
@@ -54,8 +57,20 @@ func BenchmarkPages(b *testing.B) {
 			}
 			node := ns[int(i)%nodes]
 			for id := int64(1); id <= 2; id++ {
-				if err := w.PutContainer(&records.Container{ID: containerID(i, 1, id), Node: node.ID, NodeHTTP: node.HTTPAddress,
-					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerRunning, StartTime: a.StartTime, Tier: "low"}); err != nil {
+				c := &records.Container{ID: containerID(i, 1, id), Node: node.ID, NodeHTTP: node.HTTPAddress,
+					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerRunning, StartTime: a.StartTime, Tier: "low"}
+				if id == 2 && i%50 == 19 {
+					c.PreemptDeadline = now.Add(15 * time.Second).UnixMilli()
+				}
+				if err := w.PutContainer(c); err != nil {
+					return err
+				}
+			}
+			if i%50 == 9 {
+				if err := w.PutContainer(&records.Container{ID: containerID(i, 1, 3), Node: node.ID, NodeHTTP: node.HTTPAddress,
+					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerComplete, StartTime: a.StartTime, Tier: "low",
+					ExitStatus: records.ExitPreempted, PreemptDeadline: now.Add(-time.Duration(i%3000) * time.Second).UnixMilli(),
+					FinishTime: now.Add(-time.Duration(i%3000) * time.Second).UnixMilli()}); err != nil {
 					return err
 				}
 			}
@@ -72,6 +87,7 @@ func BenchmarkPages(b *testing.B) {
 		{"attempt", "/cluster/appattempt/" + records.AttemptID{App: running, ID: 1}.String()},
 		{"scheduler", "/cluster/scheduler"},
 		{"nodes", "/cluster/nodes"},
+		{"tiers", "/cluster/weft"},
 	}
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {

@@ -3,7 +3,8 @@
 // (/cluster, /cluster/apps[/STATE], /cluster/app/{id},
 // /cluster/appattempt/{id}, /cluster/scheduler, /cluster/nodes), so that
 // links from the CLI, from trackingUrls and from bookmarks land where a
-// YARN user expects them.
+// YARN user expects them. One page is Weft's own, beside them:
+// /cluster/weft, the colocation tiers and the last hour's preemptions.
 //
 // Pages are rendered on the server from embedded html/template files and
 // one stylesheet: no CDN, no JavaScript, no build step. Sorting, filtering
@@ -72,7 +73,7 @@ var assets embed.FS
 
 // pageNames are the templates under templates/ that are whole pages; each
 // is parsed with layout.html into its own set.
-var pageNames = []string{"apps", "app", "attempt", "scheduler", "nodes", "notfound"}
+var pageNames = []string{"apps", "app", "attempt", "scheduler", "nodes", "weft", "notfound"}
 
 // pages are parsed once, when the program starts: they are embedded, so a
 // parse error is a bug of the build, which every test that serves a page
@@ -119,6 +120,9 @@ func Register(r *mux.Router, src Source, opts Options) {
 	get("/cluster/appattempt/{attemptid}", u.attempt)
 	get("/cluster/scheduler", u.scheduler)
 	get("/cluster/nodes", u.nodes)
+	// Weft's own page, under /cluster with the others: YARN's RM UI has
+	// no page of that name, so no YARN link is taken from it.
+	get("/cluster/weft", u.weft)
 	// Any other page under /cluster is the UI's own 404, in its layout,
 	// rather than the REST API's JSON error.
 	r.PathPrefix("/cluster/").HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,8 +149,8 @@ func parsePages() (map[string]*template.Template, error) {
 // page is what layout.html draws around every page's content.
 type page struct {
 	Title string
-	// Section is the nav entry to highlight: apps, scheduler or nodes;
-	// State the application state of an apps page.
+	// Section is the nav entry to highlight: apps, scheduler, nodes or
+	// weft; State the application state of an apps page.
 	Section, State string
 	// REST is the page's /ws/v1 resource, linked from the page.
 	REST    string

@@ -404,6 +404,8 @@ func TestEmptyCluster(t *testing.T) {
 		{name: "state", path: "/cluster/apps/RUNNING", status: 200, has: []string{"No applications match."}},
 		{name: "scheduler", path: "/cluster/scheduler", status: 200, has: []string{"No queues"}},
 		{name: "nodes", path: "/cluster/nodes", status: 200, has: []string{"No nodes."}},
+		{name: "tiers", path: "/cluster/weft", status: 200, has: []string{`data-tier="high"`, `data-tier="medium"`, `data-tier="low"`,
+			"No preemptions in the last hour."}, lacks: []string{"preemptions-by-queue", `data-tier=""`}},
 		{name: "app", path: "/cluster/app/" + appID(1).String(), status: 404, has: []string{backLink}},
 		{name: "attempt", path: "/cluster/appattempt/" + attemptID(1, 1).String(), status: 404, has: []string{backLink}},
 		{name: "stylesheet", path: "/static/weft.css", status: 200, has: []string{".qbar"}},

@@ -1,0 +1,47 @@
+package allocator
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/records"
+)
+
+// Outstanding sums an attempt's ANY asks as totals (AMRMClient resends
+// totals; a zero removes its key), ignoring node- and rack-local requests,
+// which repeat the ANY request's containers.
+func TestOutstanding(t *testing.T) {
+	ask := func(name string, prio int32, mb int64, vcores int32, n int32) *yarnpb.ResourceRequestProto {
+		return &yarnpb.ResourceRequestProto{ResourceName: proto.String(name), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(prio)},
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(vcores)}, NumContainers: proto.Int32(n)}
+	}
+	a := New(nil, Options{})
+	att := records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1, ID: 1}, ID: 1}
+	other := records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 1, ID: 2}, ID: 1}
+	for _, tc := range []struct {
+		name   string
+		update []*yarnpb.ResourceRequestProto
+		n      int
+		want   records.Resource
+	}{
+		{"none yet", nil, 0, records.Resource{}},
+		{"maps and a reducer", []*yarnpb.ResourceRequestProto{ask("*", 20, 1024, 1, 4), ask("host1", 20, 1024, 1, 4), ask("*", 10, 2048, 2, 1)}, 5, records.Resource{MemoryMB: 6144, VCores: 6}},
+		{"a new total for the maps", []*yarnpb.ResourceRequestProto{ask("*", 20, 1024, 1, 1)}, 2, records.Resource{MemoryMB: 3072, VCores: 3}},
+		{"the reducer granted", []*yarnpb.ResourceRequestProto{ask("*", 10, 2048, 2, 0)}, 1, records.Resource{MemoryMB: 1024, VCores: 1}},
+	} {
+		a.Update(att, tc.update)
+		n, res := a.Outstanding(att)
+		if n != tc.n || res != tc.want {
+			t.Errorf("%s: Outstanding = %d, %+v; want %d, %+v", tc.name, n, res, tc.n, tc.want)
+		}
+	}
+	if n, res := a.Outstanding(other); n != 0 || res != (records.Resource{}) {
+		t.Errorf("another attempt: Outstanding = %d, %+v; want nothing", n, res)
+	}
+	a.Forget(att)
+	if n, _ := a.Outstanding(att); n != 0 {
+		t.Errorf("after Forget: %d containers outstanding", n)
+	}
+}
