@@ -31,8 +31,12 @@ verify-generate: generate
 	@test -z "$$(git ls-files --others --exclude-standard -- protos quota/api scheduler/tide/api deploy/crds deploy/chart/weft/crds deploy/chart/weft/dashboards)" || { echo "make generate made files that are not in git"; exit 1; }
 
 # Installs what the tests need from Debian when missing (CI runs as root).
+# Debian's packages: protoc (make generate), and chromium, the headless
+# browser the web UI's tests render its pages in (test/browser).
 deps:
-	@command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+	@missing=; command -v protoc >/dev/null || missing="$$missing protobuf-compiler"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then echo "deps: apt-get install$$missing"; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; fi
 
 test: deps verify-generate helm-check unit-test e2e-test newcomer-test
 
@@ -120,7 +124,7 @@ run-embedded: build
 	@mkdir -p .weft
 	@if curl -sf -o /dev/null http://127.0.0.1:8088/ws/v1/cluster/info; then \
 	  echo "run-embedded: 127.0.0.1:8088 already answers as a ResourceManager (an earlier weft-rm or make run?): stop it first"; exit 1; fi
-	@# 250m a vcore, as make run's cluster (deploy/overlays/local) counts them.
+	@# 250m a vcore, as make run's cluster (deploy/local.yaml) counts them.
 	@$(BIN)/weft-rm --data-dir .weft/data --milli-cpu-per-vcore 250 2>.weft/weft-rm.log & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid; exit 0' EXIT INT TERM; \
 	for i in $$(seq 50); do curl -sf http://127.0.0.1:8088/ws/v1/cluster/info >/dev/null && break; sleep 0.2; done; \
@@ -139,20 +143,17 @@ run-embedded: build
 	echo "      logs:  .weft/weft-rm.log     (Ctrl-C stops weft-rm; state stays in .weft/data)"; \
 	wait $$pid
 
-# Applies Weft's CRDs, manifests (kustomize OVERLAY: base, or
-# overlays/local for test/kube's loopback cluster) and a profile's
-# PriorityClasses to the current kubeconfig ($$KUBECONFIG or ~/.kube/config;
-# the local cluster: KUBECONFIG=$$(test/kube/up.sh) make images deploy
-# OVERLAY=overlays/local). PROFILE: weft (default: Weft's own node agent), plain, katalyst, koordinator. Kubernetes
-# forbids changing a PriorityClass's value: to switch a cluster's profile,
-# delete the weft-high/medium/low PriorityClasses first.
+# Installs (or upgrades) Weft through its Helm chart, release weft, on the
+# current kubeconfig ($$KUBECONFIG or ~/.kube/config). PROFILE: weft
+# (default: Weft's own node agent), plain, katalyst, koordinator; VALUES: a
+# values file, e.g. deploy/local.yaml for test/kube's loopback cluster
+# (KUBECONFIG=$$(test/kube/up.sh) make images deploy VALUES=deploy/local.yaml).
+# Kubernetes forbids changing a PriorityClass's value: to switch a
+# cluster's profile, delete the weft-high/medium/low PriorityClasses first.
 PROFILE ?= weft
-OVERLAY ?= base
-KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo $(HOME)/.cache/weft/bin/kubectl)
-deploy:
-	@mkdir -p .weft
-	$(KUBECTL) kustomize deploy/$(OVERLAY) > .weft/weft.yaml
-	$(GO) run ./test/kube/cmd/kube-apply deploy/crds/*.yaml .weft/weft.yaml deploy/profiles/$(PROFILE)/*.yaml
+VALUES ?=
+deploy: helm
+	$(HELM) upgrade --install weft deploy/chart/weft --set profile=$(PROFILE) $(if $(VALUES),-f $(VALUES))
 
 # Builds Weft's image (weft.local/weft:dev) into the local cluster's
 # containerd. The archive it leaves in $(WEFT_KUBE_STATE)/images loads
@@ -176,14 +177,16 @@ HELM_KUBE := 1 37
 WEFT_TOOLS := $(HOME)/.cache/weft
 HELM := $(WEFT_TOOLS)/helm/$(HELM_VERSION)/helm
 HELM_PROFILES := weft plain katalyst koordinator
-.PHONY: helm-check
-helm-check:
+.PHONY: helm helm-check
+helm:
 	@test -x $(HELM) || { echo "helm-check: building helm $(HELM_VERSION) into $(dir $(HELM)) (once)"; \
 	  GOBIN=$(dir $(HELM)) nice -n 19 $(GO) install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$(word 1,$(HELM_KUBE)) -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(word 2,$(HELM_KUBE)) \
 	    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$(word 1,$(HELM_KUBE)) -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(word 2,$(HELM_KUBE))" \
 	    helm.sh/helm/v3/cmd/helm@$(HELM_VERSION); }
 	@mkdir -p $(WEFT_TOOLS)/bin && ln -sfn $(HELM) $(WEFT_TOOLS)/bin/helm
+
+helm-check: helm
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for p in $(HELM_PROFILES); do \
 	  $(HELM) lint --strict deploy/chart/weft --set profile=$$p >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
@@ -193,4 +196,6 @@ helm-check:
 	opt="monitoring.serviceMonitor.enabled=true,monitoring.dashboard.enabled=true,nodePlugin.colocation.enabled=false,rm.replicas=1"; \
 	$(HELM) lint --strict deploy/chart/weft --set $$opt >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
 	$(HELM) template weft deploy/chart/weft --set $$opt >/dev/null || exit 1; \
-	echo "helm-check: with $$opt: lint clean, rendered"
+	echo "helm-check: with $$opt: lint clean, rendered"; \
+	$(HELM) lint --strict deploy/chart/weft -f deploy/local.yaml >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
+	echo "helm-check: with deploy/local.yaml (make run's and the e2e suite's machine): lint clean"

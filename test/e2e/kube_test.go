@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
@@ -112,28 +112,21 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(logs).To(Equal("hi\n"))
 	}, SpecTimeout(3*time.Minute))
 
-	// deployLocal applies deploy/overlays/local — this machine's API
-	// server listens on loopback and no kube-proxy runs, so Weft's pods
-	// share the node's network — with the weft profile's PriorityClasses,
-	// and takes it out of the cluster when the spec ends. With secondRM, a
-	// second weft-rm replica runs beside the first, as the base's two do on
-	// two nodes: here on the same node, so on ports of its own (18032,
-	// 18030, 18088) behind the same Service port names.
+	// deployLocal installs Weft through its Helm chart with deploy/local.yaml
+	// — this machine's API server listens on loopback and no kube-proxy
+	// runs, so Weft's pods share the node's network — as `helm template |
+	// kubectl apply --server-side` (the weft profile, the chart's Queue
+	// objects), and takes it out of the cluster when the spec ends. With
+	// secondRM, a second weft-rm replica runs beside the first, as the
+	// chart's two do on two nodes: here on the same node, so on ports of
+	// its own (18032, 18030, 18088) behind the same Service port names.
 	deployLocal := func(ctx SpecContext, secondRM bool) []*unstructured.Unstructured {
 		GinkgoHelper()
-		root, err := repoRoot()
-		Expect(err).NotTo(HaveOccurred())
 		Expect(BuildWeftImage(ctx)).To(Succeed())
-		rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))
+		objs, err := kube.RenderChart(ctx, []string{kube.LocalValues()})
 		Expect(err).NotTo(HaveOccurred())
 		if secondRM {
-			dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-			for {
-				u := &unstructured.Unstructured{}
-				if err := dec.Decode(&u.Object); err == io.EOF {
-					break
-				}
-				Expect(err).NotTo(HaveOccurred())
+			for _, u := range objs {
 				if u.GetKind() != "Deployment" || u.GetName() != "weft-rm" {
 					continue
 				}
@@ -148,19 +141,23 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 				second.SetName("weft-rm-b")
 				Expect(unstructured.SetNestedField(second.Object, "b", "spec", "selector", "matchLabels", "weft.io/e2e-replica")).To(Succeed())
 				Expect(unstructured.SetNestedField(second.Object, "b", "spec", "template", "metadata", "labels", "weft.io/e2e-replica")).To(Succeed())
-				b, err = json.Marshal(second.Object)
-				Expect(err).NotTo(HaveOccurred())
-				rendered += "\n---\n" + string(b) + "\n"
+				objs = append(objs, second)
+				break
 			}
 		}
-		manifests := filepath.Join(GinkgoT().TempDir(), "weft.yaml")
-		Expect(os.WriteFile(manifests, []byte(rendered), 0o644)).To(Succeed())
-		objs, err := cluster.Apply(ctx, manifests, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"))
+		applied, err := cluster.Install(ctx, objs, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx SpecContext) {
 			// Free the host's ports for the specs that run Weft as processes;
-			// a later `make run` must not find this suite's weft-rm state.
+			// a later `make run` must not find this suite's weft-rm state, nor
+			// later specs the chart's queues.
 			Expect(kube.RemoveWeft(ctx, cluster, "weft", time.Minute)).To(Succeed())
+			for _, u := range applied {
+				if u.GetKind() == "Queue" {
+					_, err := cluster.Kubectl(ctx, "delete", "queues.weft.io", u.GetName(), "--ignore-not-found")
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}
 		})
 		if secondRM {
 			// Cleanups run last first: the second replica goes before
@@ -172,7 +169,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 				}
 			})
 		}
-		return objs
+		return applied
 	}
 	// activeBehindService is the pod of the active weft-rm: the one that
 	// holds the Lease, the only one labelled active, the only ready
@@ -237,7 +234,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			return out
 		}).WithTimeout(time.Minute).WithPolling(3 * time.Second).Should(MatchRegexp(`\S+:8041\s+RUNNING`))
 
-		// The local overlay runs the weft profile: the node plugin's
+		// deploy/local.yaml runs the weft profile: the node plugin's
 		// colocation agent, in its privileged pod, measures the machine,
 		// publishes what the node can lend and bounds the big box — the
 		// host's own BestEffort cgroup (test/kube/down.sh lifts the bound).
@@ -251,6 +248,55 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Eventually(func() int64 { return readInt(filepath.Join(boxCPU, "cpu.cfs_quota_us")) }).WithTimeout(30*time.Second).WithPolling(time.Second).
 			Should(BeNumerically(">", 0), "the agent's CFS quota on the host's box")
 		Expect(readInt(filepath.Join(boxCPU, "cpu.shares"))).To(Equal(int64(2)))
+
+		// The deployed weft-rm reads the cluster's Queue objects (the chart
+		// starts it without --queues): one an admin adds is a queue YARN
+		// clients see, without a restart.
+		status, errOut, err := dist.Yarn(ctx, conf, "alice", "queue", "-status", "default")
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(ContainSubstring("Queue Path : root.default"))
+		adhoc := filepath.Join(GinkgoT().TempDir(), "adhoc.yaml")
+		Expect(os.WriteFile(adhoc, []byte("apiVersion: weft.io/v1alpha1\nkind: Queue\nmetadata: {name: adhoc}\nspec: {parent: root}\n"), 0o644)).To(Succeed())
+		_, err = cluster.Apply(ctx, adhoc)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) {
+			_, err := cluster.Kubectl(ctx, "delete", "queues.weft.io", "adhoc", "--ignore-not-found")
+			Expect(err).NotTo(HaveOccurred())
+		})
+		Eventually(func() string {
+			out, _, _ := dist.Yarn(ctx, conf, "alice", "queue", "-status", "adhoc")
+			return out
+		}).WithTimeout(45 * time.Second).WithPolling(3 * time.Second).Should(ContainSubstring("Queue Path : root.adhoc"))
+
+		// The chart as a user installs it (its default values), each
+		// profile: `helm template | kubectl apply --dry-run=server` against
+		// this API server — its schemas, CRDs and admission, beside what is
+		// installed. Kubernetes forbids changing a PriorityClass's value, and
+		// koordinator's differ from the installed weft profile's: that, and
+		// only that, is refused there, as values.yaml tells.
+		for _, profile := range []string{"weft", "plain", "katalyst", "koordinator"} {
+			objs, err := kube.RenderChart(ctx, nil, "profile="+profile)
+			Expect(err).NotTo(HaveOccurred())
+			var docs []string
+			for _, u := range objs {
+				b, err := json.Marshal(u.Object)
+				Expect(err).NotTo(HaveOccurred())
+				docs = append(docs, string(b))
+			}
+			rendered := filepath.Join(GinkgoT().TempDir(), profile+".yaml")
+			Expect(os.WriteFile(rendered, []byte(strings.Join(docs, "\n---\n")), 0o644)).To(Succeed())
+			out, err := cluster.Kubectl(ctx, "apply", "--dry-run=server", "-f", rendered)
+			if profile != "koordinator" {
+				Expect(err).NotTo(HaveOccurred(), "profile %s", profile)
+			} else {
+				Expect(err).To(HaveOccurred())
+				Expect(strings.Count(err.Error(), "Error from server")).To(Equal(3), err.Error())
+				Expect(regexp.MustCompile(`PriorityClass[.a-z0-9]* "weft-(high|medium|low)" is invalid`).FindAllString(err.Error(), -1)).To(HaveLen(3), err.Error())
+			}
+			// One line per object the server took (created, configured or
+			// unchanged, in a dry run).
+			Expect(strings.Count(out, "(server dry run)")).To(BeNumerically(">=", len(objs)-3), "profile %s: %s", profile, out)
+		}
 	}, SpecTimeout(8*time.Minute))
 
 	It("runs two weft-rm replicas behind the weft-rm Service: the active's pod killed, the standby leads within 10 s, and yarn CLIs configured with the Service's address and with two rm-ids keep answering", func(ctx SpecContext) {

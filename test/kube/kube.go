@@ -88,6 +88,42 @@ func Purge(ctx context.Context) error {
 // `kubectl apply --server-side` does, and returns them; on an error, those
 // applied before it.
 func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		more, err := DecodeObjects(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		objs = append(objs, more...)
+	}
+	return c.ApplyObjects(ctx, objs)
+}
+
+// DecodeObjects reads the objects of a YAML or JSON stream (empty
+// documents skipped).
+func DecodeObjects(b []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return objs, err
+		}
+		if u.Object != nil {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// ApplyObjects server-side-applies the objects in order and returns them
+// as the API server holds them; on an error, those applied before it.
+func (c *Cluster) ApplyObjects(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
 		return nil, err
@@ -98,37 +134,21 @@ func (c *Cluster) Apply(ctx context.Context, files ...string) ([]*unstructured.U
 		return nil, err
 	}
 	var applied []*unstructured.Unstructured
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return applied, err
+			return applied, fmt.Errorf("%s %s: %w", gvk, u.GetName(), err)
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return applied, fmt.Errorf("%s: %w", f, err)
-			}
-			if u.Object == nil {
-				continue
-			}
-			gvk := u.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return applied, fmt.Errorf("%s: %s: %w", f, gvk, err)
-			}
-			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-			if m.Scope.Name() == "namespace" {
-				ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-			}
-			out, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "weft-tests", Force: true})
-			if err != nil {
-				return applied, fmt.Errorf("%s: apply %s %s: %w", f, gvk.Kind, u.GetName(), err)
-			}
-			applied = append(applied, out)
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
 		}
+		out, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "weft-tests", Force: true})
+		if err != nil {
+			return applied, fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+		applied = append(applied, out)
 	}
 	return applied, nil
 }

@@ -87,8 +87,8 @@ func (p *ServiceProxy) Endpoint(ctx context.Context) (string, error) {
 }
 
 // local is where to dial an endpoint address: 127.0.0.1 for one of this
-// machine's own addresses — a pod on the node's network (the local
-// overlay's), whose servers listen on loopback only, as every server of
+// machine's own addresses — a pod on the node's network (deploy/local.yaml
+// puts them there), whose servers listen on loopback only, as every server of
 // this machine does — else the address itself.
 func local(addr string) string {
 	ip := net.ParseIP(addr)

@@ -54,3 +54,34 @@ true
 {{- define "weft.rmHost" -}}
 weft-rm.{{ .Values.namespaces.system }}.svc
 {{- end }}
+
+{{/*
+KUBERNETES_SERVICE_HOST/PORT for every Weft container when apiServer says
+where the API server is (client-go's in-cluster config reads them): for
+clusters whose pods cannot use the kubernetes Service.
+*/}}
+{{- define "weft.apiServerEnv" -}}
+{{- with .Values.apiServer.host }}
+- {name: KUBERNETES_SERVICE_HOST, value: {{ . | quote }}}
+{{- end }}
+{{- with .Values.apiServer.port }}
+- {name: KUBERNETES_SERVICE_PORT, value: {{ . | toString | quote }}}
+{{- end }}
+{{- end }}
+
+{{/*
+A pod on the node's network resolves cluster names through the cluster's
+DNS still (ClusterFirstWithHostNet).
+*/}}
+{{- define "weft.hostNetwork" -}}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+
+{{/*
+"host: <address>, " for a probe of a server bound to one address (the
+kubelet probes the pod's IP otherwise); nothing for every interface.
+*/}}
+{{- define "weft.probeHost" -}}
+{{- if and . (ne . "0.0.0.0") }}host: {{ . }}, {{ end -}}
+{{- end }}

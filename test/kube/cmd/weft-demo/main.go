@@ -1,6 +1,6 @@
 // Command weft-demo is `make run`: on this machine it brings up the local
 // Kubernetes cluster (test/kube/up.sh), a MiniDFSCluster, and Weft
-// deployed from deploy/ (the local overlay, Weft's image built here), then
+// deployed from deploy/ (its Helm chart with deploy/local.yaml, Weft's image built here), then
 // runs an unmodified DistributedShell job through Weft with Hadoop's own
 // client, prints where to look, and keeps HDFS up until Ctrl-C. The
 // cluster and Weft stay up afterwards (test/kube/down.sh stops them).
@@ -29,8 +29,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
@@ -119,7 +117,7 @@ func run(ctx context.Context) error {
 	if err := fresh(ctx, cluster); err != nil {
 		return err
 	}
-	step("Weft from deploy/ (overlays/local, the weft profile: its colocation agent in the node plugin)")
+	step("Weft from its Helm chart (deploy/chart/weft with deploy/local.yaml; the weft profile: its colocation agent in the node plugin)")
 	deployed := time.Now()
 	if err := deploy(ctx, cluster, root, conf, home); err != nil {
 		return err
@@ -196,8 +194,8 @@ HDFS (%[3]s) serves until Ctrl-C; the cluster and Weft stay up until "make stop"
 // node can lend — at least what the demo's AM and one container take
 // (1 vcore each, 250m a vcore) — and prints it: until then weft-rm sees a
 // node with nothing to offer, and the job would wait in ACCEPTED. The
-// agent takes online use at its peak over the last 30 seconds (the local
-// overlay's window), so the building and starting just done still count.
+// agent takes online use at its peak over the last 30 seconds (the window
+// deploy/local.yaml sets), so the building and starting just done still count.
 func lending(ctx context.Context, cluster *kube.Cluster, since time.Time) error {
 	nodes, err := cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -222,9 +220,10 @@ func lending(ctx context.Context, cluster *kube.Cluster, since time.Time) error 
 	return nil
 }
 
-// deploy applies the local overlay with this machine's Hadoop (installation
-// and configuration) added to weft-rm's and the node plugin's arguments,
-// and waits for both to be Ready.
+// deploy installs Weft through its Helm chart with deploy/local.yaml (this
+// machine's cluster), this machine's Hadoop (installation and
+// configuration) added to weft-rm's and the node plugin's arguments, and
+// waits for both to be Ready.
 func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string) error {
 	data := map[string]string{}
 	for _, f := range []string{"core-site.xml", "yarn-site.xml", "log4j.properties"} {
@@ -235,7 +234,7 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 		data[f] = string(b)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hadoop-conf", Namespace: "weft-jobs"}, Data: data}
-	rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "overlays", "local"))
+	objs, err := kube.RenderChart(ctx, []string{kube.LocalValues()})
 	if err != nil {
 		return err
 	}
@@ -245,15 +244,7 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 		return err
 	}
 	extra := []any{"--hadoop-home=" + home, "--host-path=" + home, "--host-path=" + hadoop.SparkRoot(), "--hadoop-conf-configmap=hadoop-conf"}
-	var docs [][]byte
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rendered), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			return err
-		}
+	for _, u := range objs {
 		// weft-rm and the node plugin run Hadoop; the tidal controller does
 		// not, and refuses flags it does not know.
 		if k := u.GetKind(); (k == "Deployment" || k == "DaemonSet") && (u.GetName() == "weft-rm" || u.GetName() == "weft-nodeplugin") {
@@ -264,17 +255,8 @@ func deploy(ctx context.Context, cluster *kube.Cluster, root, conf, home string)
 				return err
 			}
 		}
-		b, err := sigyaml.Marshal(u.Object)
-		if err != nil {
-			return err
-		}
-		docs = append(docs, b)
 	}
-	manifests := filepath.Join(filepath.Dir(conf), "weft.yaml")
-	if err := os.WriteFile(manifests, bytes.Join(docs, []byte("---\n")), 0o644); err != nil {
-		return err
-	}
-	if _, err := cluster.Apply(ctx, filepath.Join(root, "deploy", "profiles", "weft", "priorityclasses.yaml"), manifests); err != nil {
+	if _, err := cluster.Install(ctx, objs, time.Minute); err != nil {
 		return err
 	}
 	cms := cluster.Client.CoreV1().ConfigMaps("weft-jobs")
