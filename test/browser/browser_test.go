@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"image/png"
 	"io"
 	"log/slog"
@@ -256,19 +255,13 @@ func TestWebUI(t *testing.T) {
 
 	t.Run("app", func(t *testing.T) {
 		p := visit(t, "/cluster/app/"+app1.String())
-		headers := texts(t, p, "table.containers thead th")
-		id, tier := column(t, headers, "Container ID"), column(t, headers, "Tier")
-		rows, err := p.Count(ctx, "table.containers tbody tr.container")
+		rows, err := p.Rows(ctx, "table.containers", "tbody tr.container")
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]string{}
-		for i := 1; i <= rows; i++ {
-			cells := texts(t, p, fmt.Sprintf("table.containers tbody tr.container:nth-child(%d) > td", i))
-			if len(cells) != len(headers) {
-				t.Fatalf("container row %d: %d cells under %d headers", i, len(cells), len(headers))
-			}
-			got[cells[id]] = cells[tier]
+		for _, r := range rows {
+			got[r["Container ID"]] = r["Tier"]
 		}
 		if !maps.Equal(got, tiers) {
 			t.Errorf("containers and tiers %v, want %v", got, tiers)
@@ -286,34 +279,13 @@ func TestWebUI(t *testing.T) {
 
 	t.Run("scheduler", func(t *testing.T) {
 		p := visit(t, "/cluster/scheduler")
-		// measure is a queue's bar: each segment's left edge and width as
-		// a fraction of its track (the bar's padding box, which the
-		// absolutely placed segments are relative to), and the height
-		// drawn (zero when the stylesheet did not apply).
-		type seg struct{ Left, Width, Height float64 }
-		measure := func(t *testing.T, queue string) map[string]seg {
+		measure := func(t *testing.T, queue string) map[string]browser.Segment {
 			t.Helper()
-			var out map[string]seg
-			js := `(() => {
-				const bar = document.querySelector(` + jsString(`tr.queue[data-queue="`+queue+`"] .qbar`) + `);
-				if (!bar) return null;
-				const r = bar.getBoundingClientRect(), s = getComputedStyle(bar);
-				const left = r.left + parseFloat(s.borderLeftWidth);
-				const width = r.width - parseFloat(s.borderLeftWidth) - parseFloat(s.borderRightWidth);
-				const out = {};
-				for (const c of ['guaranteed', 'used', 'borrowed']) {
-					const e = bar.querySelector(':scope > .' + c).getBoundingClientRect();
-					out[c] = {Left: (e.left - left) / width, Width: e.width / width, Height: e.height};
-				}
-				return out;
-			})()`
-			if err := p.Eval(ctx, js, &out); err != nil {
+			bar, err := p.QueueBar(ctx, queue)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if out == nil {
-				t.Fatalf("no bar for queue %s", queue)
-			}
-			return out
+			return bar
 		}
 		const tol = 0.01 // of the track: about 3 px of a 22em bar
 		near := func(t *testing.T, what string, got, want float64) {

@@ -457,6 +457,20 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(filepath.Join(y.LogRoot, app)).To(BeADirectory())
 	}, SpecTimeout(5*time.Minute))
 
+	It("shows a running DistributedShell on every web UI page, as headless Chromium renders them", func(ctx SpecContext) {
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			y.distShell(ctx, "ds-ui", "-num_containers", "2", "-shell_command", "sleep 300")
+		}()
+		app := y.waitRunning(ctx, "ds-ui", 3) // the AM and both containers
+		checkUIInBrowser(ctx, y.rm.WebAddr, app)
+		_, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-kill", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Eventually(done).WithTimeout(time.Minute).Should(BeClosed())
+	}, SpecTimeout(5*time.Minute))
+
 	It("gives an AM that exits non-zero a second attempt, then fails the application with its diagnostics", func(ctx SpecContext) {
 		for _, c := range []struct {
 			maxAttempts string
