@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/translator"
@@ -52,6 +53,9 @@ func main() {
 	flag.DurationVar(&cfg.AMExpiry, "am-expiry", 10*time.Minute, "a registered AM silent this long fails its attempt (yarn.am.liveness-monitor.expiry-interval-ms)")
 	flag.DurationVar(&cfg.Launcher.ContainerAllocationExpiry, "container-allocation-expiry", 10*time.Minute,
 		"a container its AM was given but never started is ended this long after it was granted (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms)")
+	maxCompleted := flag.Int("max-completed-applications", rm.DefaultMaxCompletedApplications,
+		"completed applications kept, the most recently completed; older ones are removed with their attempts and containers; 0 keeps none "+
+			"(yarn.resourcemanager.max-completed-applications, and …state-store.max-completed-applications: this RM's memory is its state store)")
 	flag.StringVar(&cfg.StateNamespace, "state-namespace", "", "keep the state store and master keys in Secrets of this namespace (with --kubeconfig) instead of --data-dir: they outlive the node, and HA needs it")
 	var ha server.HA
 	flag.StringVar(&ha.ID, "ha-id", "", "this replica's id among several (yarn.resourcemanager.ha.id): enables HA, one active by a Lease (needs --state-namespace)")
@@ -78,6 +82,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	cfg.RM.MaxCompletedApplications = maxCompleted
 	cfg.Launcher.NMPort, cfg.Launcher.NMHTTPPort = int32(*nmPort), int32(*nmHTTPPort)
 	p, err := translator.ProfileByName(profile)
 	if err != nil {

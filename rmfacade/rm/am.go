@@ -82,7 +82,7 @@ func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host str
 // its final status) and keep asking the AM for the job's last state — and
 // FINISHED after; an unmanaged AM finishes at once.
 func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final records.FinalStatus, diagnostics, trackingURL string) error {
-	err := m.store.Update(func(w *state.WriteTxn) error {
+	err := m.updateCompleting(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
 		if err != nil {
 			return err
@@ -176,7 +176,7 @@ func (m *Manager) AMExpired(ctx context.Context, id records.AttemptID) error {
 // liveness monitor looked has not timed out).
 func (m *Manager) failAttempt(id records.AttemptID, diag string, exitCode int32, counts, onlyRunning bool) error {
 	var retried bool
-	err := m.store.Update(func(w *state.WriteTxn) error {
+	err := m.updateCompleting(func(w *state.WriteTxn) error {
 		cur, att, err := liveAttempt(w, id)
 		if err != nil || onlyRunning && att.State != records.AttemptRunning {
 			return nil // finished or superseded already: nothing to do

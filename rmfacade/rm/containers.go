@@ -178,6 +178,10 @@ type Recovered struct {
 	// Dropped are containers granted to an attempt but never handed to
 	// its AM.
 	Dropped int
+	// Removed are completed applications beyond MaxCompletedApplications,
+	// removed with their attempts and containers: the limit was lowered
+	// since they were stored, or the store predates it.
+	Removed int
 }
 
 // droppedDiagnostics is what a grant never handed to its AM ends with.
@@ -189,7 +193,8 @@ const droppedDiagnostics = "Container allocated before the ResourceManager resta
 // AMs re-register and resend their outstanding asks. Containers granted
 // but never handed to their AM are dropped: a resyncing AM asks for them
 // again, so keeping them would grant the same ask twice (YARN's RM does
-// not recover them either: only what NodeManagers report running).
+// not recover them either: only what NodeManagers report running). The
+// completed applications beyond MaxCompletedApplications are removed.
 func (m *Manager) Recover(ctx context.Context) (Recovered, error) {
 	var r Recovered
 	err := m.store.Update(func(w *state.WriteTxn) error {
@@ -216,5 +221,12 @@ func (m *Manager) Recover(ctx context.Context) (Recovered, error) {
 		}
 		return nil
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	r.Removed, err = m.recoverRetention()
+	if err != nil {
+		return r, fmt.Errorf("retention of completed applications: %w", err)
+	}
+	return r, nil
 }

@@ -44,10 +44,29 @@ type Options struct {
 	// is admitted with it as its diagnostics, so its user reads why it
 	// will not start instead of waiting on it.
 	NoAMLaunch string
+	// MaxCompletedApplications is
+	// yarn.resourcemanager.max-completed-applications: how many completed
+	// (FINISHED, FAILED, KILLED) applications are kept, the most recently
+	// completed ones; an older one is removed with its attempts and
+	// containers, and is then unknown to every query, as in YARN. nil takes
+	// Hadoop 3's default, 1000 (DefaultMaxCompletedApplications); 0 keeps
+	// none, and a negative value is read as 0, as YARN's comparison reads
+	// it. Running applications are never removed.
+	//
+	// YARN has a second limit, yarn.resourcemanager.state-store.max-completed-applications
+	// (by default this one, and capped at it): the applications kept in the
+	// state store, the rest of those kept being in memory only until a
+	// restart. This RM's memory is its state store, loaded whole at start,
+	// so one limit bounds both.
+	MaxCompletedApplications *int
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// DefaultMaxCompletedApplications is YarnConfiguration's
+// DEFAULT_RM_MAX_COMPLETED_APPLICATIONS in Hadoop 3 (10000 in Hadoop 2).
+const DefaultMaxCompletedApplications = 1000
 
 // Manager owns the application lifecycle.
 type Manager struct {
@@ -57,6 +76,8 @@ type Manager struct {
 	queues atomic.Pointer[Queues]
 	opts   Options
 	seq    atomic.Int32
+	// maxCompleted is Options.MaxCompletedApplications in effect.
+	maxCompleted int
 }
 
 // New returns a Manager over store and queues.
@@ -79,7 +100,11 @@ func New(store *state.Store, queues Queues, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Manager{store: store, opts: opts}
+	maxCompleted := DefaultMaxCompletedApplications
+	if opts.MaxCompletedApplications != nil {
+		maxCompleted = max(*opts.MaxCompletedApplications, 0)
+	}
+	m := &Manager{store: store, opts: opts, maxCompleted: maxCompleted}
 	m.queues.Store(&queues)
 	return m
 }
@@ -275,7 +300,7 @@ func (m *Manager) checkAccess(a *records.Application, user, verb string) error {
 // Kill ends an application as KILLED. It reports whether the application
 // is now final; killing a finished application is a no-op that succeeds.
 func (m *Manager) Kill(ctx context.Context, id records.ApplicationID, user, diagnostics string) (bool, error) {
-	err := m.store.Update(func(w *state.WriteTxn) error {
+	err := m.updateCompleting(func(w *state.WriteTxn) error {
 		cur := w.Application(id)
 		if cur == nil {
 			return yarnerr.ApplicationNotFound(id.String())

@@ -211,7 +211,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if recovered != (rm.Recovered{}) {
 		cfg.Logger.Info("recovered the previous incarnation's work", "applications", recovered.Applications,
-			"containers", recovered.Containers, "droppedUnacquired", recovered.Dropped)
+			"containers", recovered.Containers, "droppedUnacquired", recovered.Dropped, "removedCompleted", recovered.Removed)
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if crds != nil {

@@ -6,6 +6,7 @@
 package state
 
 import (
+	"fmt"
 	"strings"
 
 	memdb "github.com/hashicorp/go-memdb"
@@ -40,6 +41,9 @@ func schema() *memdb.DBSchema {
 			"user":  {Name: "user", Indexer: memkey.Index(func(a *records.Application) string { return a.User })},
 			"type":  {Name: "type", Indexer: memkey.Index(func(a *records.Application) string { return strings.ToLower(a.Type) })},
 			"tag":   {Name: "tag", AllowMissing: true, Indexer: memkey.MultiIndex(func(a *records.Application) []string { return a.Tags })},
+			// completed holds only the applications in a final state, in
+			// the order they completed: retention removes from its front.
+			"completed": {Name: "completed", AllowMissing: true, Indexer: memkey.Index(completedKey)},
 		}},
 		TableAttempts: {Name: TableAttempts, Indexes: map[string]*memdb.IndexSchema{
 			"id":  {Name: "id", Unique: true, Indexer: memkey.Index(func(a *records.Attempt) string { return a.Key() })},
@@ -59,4 +63,18 @@ func schema() *memdb.DBSchema {
 			"state": {Name: "state", Indexer: memkey.Index(func(n *records.Node) string { return string(n.State) })},
 		}},
 	}}
+}
+
+// completedKey orders a completed application by when it completed: its
+// finish time, then its id for those that finished within one millisecond.
+// YARN's RMAppManager keeps the same order in a list in memory, and after a
+// restart rebuilds it in application id order (RMState's TreeMap); the
+// finish time is stored, so here the order survives a restart. Numbers are
+// zero-padded so that the keys sort as the numbers do. An application not
+// in a final state has no key and is not in the index.
+func completedKey(a *records.Application) string {
+	if !a.State.Terminal() {
+		return ""
+	}
+	return fmt.Sprintf("%020d/%020d/%010d", max(a.FinishTime, 0), max(a.ID.ClusterTimestamp, 0), max(a.ID.ID, 0))
 }

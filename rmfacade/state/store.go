@@ -162,7 +162,11 @@ func (w *WriteTxn) DeleteToken(seq int32) error {
 func (w *WriteTxn) DeleteNode(id string) error { return w.delete(TableNodes, id) }
 
 // DeleteApplication removes an application with its attempts and
-// containers (retention of finished applications).
+// containers: the removal of a completed application YARN's RMAppManager
+// no longer retains. YARN's RMStateStore.removeApplication takes the
+// application and its attempts in one operation; YARN keeps no containers
+// in its store, here they go with their application, so that no record
+// outlives it.
 func (w *WriteTxn) DeleteApplication(id records.ApplicationID) error {
 	key := id.String()
 	for _, c := range w.ContainersOfApp(id) {
@@ -275,6 +279,14 @@ func (f ApplicationFilter) matches(a *records.Application) bool {
 		return false
 	}
 	return true
+}
+
+// CompletedApplications returns the applications in a final state
+// (FINISHED, FAILED, KILLED) in the order they completed, the oldest
+// first: by finish time, and by id among those that finished within one
+// millisecond.
+func (r reader) CompletedApplications() []*records.Application {
+	return all[records.Application](r, TableApplications, "completed")
 }
 
 // Attempt returns the attempt with the given id, or nil.

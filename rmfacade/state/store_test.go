@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -114,4 +115,143 @@ func TestSnapshotIsolation(t *testing.T) {
 	if len(before.Applications(ApplicationFilter{})) != 0 || len(s.Snapshot().Applications(ApplicationFilter{})) != 1 {
 		t.Fatal("snapshots are not point-in-time")
 	}
+}
+
+// TestCompletedApplicationsInCompletionOrder: the applications in a final
+// state, by finish time and then id — not by submission — and only those;
+// the order is the same after a restart.
+func TestCompletedApplicationsInCompletionOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	finished := func(seq int32, state records.AppState, finish int64) *records.Application {
+		a := app(seq, state, "default", "alice", "YARN")
+		a.FinishTime = finish
+		return a
+	}
+	err := s.Update(func(w *WriteTxn) error {
+		for _, a := range []*records.Application{
+			finished(1, records.AppRunning, 0),
+			finished(2, records.AppKilled, 5000),
+			finished(3, records.AppFinished, 3000),
+			finished(4, records.AppAccepted, 0),
+			finished(5, records.AppFailed, 1000),
+			finished(6, records.AppFinished, 3000), // the same millisecond as 3: by id
+			// A finish time beyond 10^13 ms sorts after the shorter ones.
+			finished(7, records.AppKilled, 10_000_000_000_000),
+		} {
+			if err := w.PutApplication(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int32{5, 3, 6, 2, 7}
+	if got := ids(s.Snapshot().CompletedApplications()); !slices.Equal(got, want) {
+		t.Fatalf("completed %v, want %v", got, want)
+	}
+	// An application that completes joins the end.
+	if err := s.Update(func(w *WriteTxn) error { return w.PutApplication(finished(1, records.AppFinished, 20_000_000_000_000)) }); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, 1)
+	if got := ids(s.Snapshot().CompletedApplications()); !slices.Equal(got, want) {
+		t.Fatalf("after 1 completes: %v, want %v", got, want)
+	}
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	if got := ids(s.Snapshot().CompletedApplications()); !slices.Equal(got, want) {
+		t.Fatalf("after a restart: %v, want %v", got, want)
+	}
+}
+
+// commitCounter counts the durable commits and the ops of the last.
+type commitCounter struct {
+	Durable
+	commits int
+	last    []Op
+}
+
+func (c *commitCounter) Commit(ops []Op) error {
+	c.commits, c.last = c.commits+1, ops
+	return c.Durable.Commit(ops)
+}
+
+// TestDeleteApplication removes an application with all its attempts and
+// containers in one durable commit, and nothing of another.
+func TestDeleteApplication(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBolt(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &commitCounter{Durable: b}
+	s, err := Open(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appID := func(seq int32) records.ApplicationID {
+		return records.ApplicationID{ClusterTimestamp: 1700000000000, ID: seq}
+	}
+	err = s.Update(func(w *WriteTxn) error {
+		for seq := int32(1); seq <= 2; seq++ {
+			if err := w.PutApplication(app(seq, records.AppFinished, "default", "alice", "YARN")); err != nil {
+				return err
+			}
+			for n := int32(1); n <= 2; n++ {
+				att := records.AttemptID{App: appID(seq), ID: n}
+				if err := w.PutAttempt(&records.Attempt{ID: att}); err != nil {
+					return err
+				}
+				for c := int64(1); c <= 3; c++ {
+					if err := w.PutContainer(&records.Container{ID: records.ContainerID{Attempt: att, ID: c}}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(w *WriteTxn) error { return w.DeleteApplication(appID(1)) }); err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, op := range counter.last {
+		if op.Value == nil && strings.Contains(op.Key, "1700000000000_0001") {
+			deleted++
+		}
+	}
+	if deleted != 9 || len(counter.last) != 9 {
+		t.Fatalf("one commit of %d ops, %d of them deleting the application's 9 records", len(counter.last), deleted)
+	}
+	// Deleting it again, or an application never stored, writes nothing.
+	before := counter.commits
+	for _, id := range []records.ApplicationID{appID(1), appID(42)} {
+		if err := s.Update(func(w *WriteTxn) error { return w.DeleteApplication(id) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counter.commits != before {
+		t.Fatalf("%d commits for deleting nothing", counter.commits-before)
+	}
+	check := func(when string) {
+		snap := s.Snapshot()
+		if snap.Application(appID(1)) != nil || len(snap.AttemptsOf(appID(1))) != 0 || len(snap.ContainersOfApp(appID(1))) != 0 {
+			t.Fatalf("%s: records of the removed application remain", when)
+		}
+		if snap.Application(appID(2)) == nil || len(snap.AttemptsOf(appID(2))) != 2 || len(snap.ContainersOfApp(appID(2))) != 6 {
+			t.Fatalf("%s: the other application lost records", when)
+		}
+	}
+	check("before the restart")
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	check("after the restart")
 }

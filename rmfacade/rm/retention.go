@@ -1,0 +1,100 @@
+package rm
+
+import (
+	"fmt"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// Retention of completed applications, as YARN's RMAppManager does it:
+// every application that completes joins the completed ones, in the order
+// they completed (finishApplication), and those beyond
+// yarn.resourcemanager.max-completed-applications, the oldest first, are
+// removed from the state store and from memory (checkAppNumCompletedLimit).
+// Without it an RM's memory and store grow with every application it ever
+// ran.
+
+// recoverBatchRecords bounds the records one retention transaction of
+// Recover removes (always at least one application's): a limit lowered
+// across a restart can leave thousands of applications to remove, and one
+// transaction of them all could exceed what the durable backend takes at
+// once (kubestore's MaxObjectBytes, as ZooKeeper's znode size bounds
+// YARN's), while one transaction per application would cost a sync each.
+const recoverBatchRecords = 4096
+
+// updateCompleting runs fn, a write transaction that may complete an
+// application, and in the same transaction removes the completed
+// applications beyond the limit — normally the one oldest — so that what
+// is stored never exceeds it, even for an instant a crash could catch.
+// YARN does the same in two steps on each APP_COMPLETED event.
+func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
+	var removed []records.ApplicationID
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		removed = nil
+		if err := fn(w); err != nil {
+			return err
+		}
+		var err error
+		removed, _, err = m.removeCompleted(w, 0)
+		return err
+	})
+	if err == nil {
+		for _, id := range removed {
+			// YARN's RMAppManager logs each removal at INFO as well.
+			m.opts.Logger.Info("completed application removed: the RM keeps the most recent only", "app", id.String(),
+				"maxCompletedApplications", m.maxCompleted)
+		}
+	}
+	return err
+}
+
+// removeCompleted removes within w the oldest completed applications
+// beyond the limit, each with its attempts and containers. A budget
+// above 0 stops it once it has removed that many records (after at least
+// one application); more then tells that applications beyond the limit
+// remain.
+func (m *Manager) removeCompleted(w *state.WriteTxn, budget int) (removed []records.ApplicationID, more bool, err error) {
+	completed := w.CompletedApplications()
+	excess := len(completed) - m.maxCompleted
+	n := 0
+	for i := 0; i < excess; i++ {
+		if budget > 0 && n >= budget {
+			return removed, true, nil
+		}
+		id := completed[i].ID
+		if budget > 0 {
+			n += 1 + len(w.AttemptsOf(id)) + len(w.ContainersOfApp(id))
+		}
+		if err := w.DeleteApplication(id); err != nil {
+			return nil, false, fmt.Errorf("remove completed application %s: %w", id, err)
+		}
+		removed = append(removed, id)
+	}
+	return removed, false, nil
+}
+
+// recoverRetention applies the limit to what a previous incarnation
+// stored, as YARN's recovery does (each recovered completed application
+// completes again, and checkAppNumCompletedLimit follows): the limit may
+// have been lowered, or the store may predate it. It returns how many
+// applications it removed.
+func (m *Manager) recoverRetention() (int, error) {
+	total := 0
+	for {
+		var removed []records.ApplicationID
+		var more bool
+		err := m.store.Update(func(w *state.WriteTxn) error {
+			var err error
+			removed, more, err = m.removeCompleted(w, recoverBatchRecords)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += len(removed)
+		if !more {
+			return total, nil
+		}
+	}
+}
