@@ -208,6 +208,12 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 // metrics bar shows the same.
 func (h *handler) clusterMetrics(snap *state.Snapshot) *dao.ClusterMetricsInfo {
 	m := &dao.ClusterMetricsInfo{RMSchedulerBusyPercent: -1}
+	// The applications retention removed still count, as in YARN's
+	// metrics since the RM started.
+	finished, failed, killed := h.mgr.RemovedSinceStart()
+	m.AppsSubmitted = int32(finished + failed + killed)
+	m.AppsCompleted = m.AppsSubmitted
+	m.AppsFailed, m.AppsKilled = int32(failed), int32(killed)
 	for _, a := range snap.Applications(state.ApplicationFilter{}) {
 		m.AppsSubmitted++
 		switch a.State {

@@ -78,6 +78,7 @@ type Manager struct {
 	seq    atomic.Int32
 	// maxCompleted is Options.MaxCompletedApplications in effect.
 	maxCompleted int
+	removed      removedCounts
 }
 
 // New returns a Manager over store and queues.

@@ -2,6 +2,7 @@ package rm
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -29,7 +30,7 @@ const recoverBatchRecords = 4096
 // is stored never exceeds it, even for an instant a crash could catch.
 // YARN does the same in two steps on each APP_COMPLETED event.
 func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
-	var removed []records.ApplicationID
+	var removed []*records.Application
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		removed = nil
 		if err := fn(w); err != nil {
@@ -40,9 +41,10 @@ func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
 		return err
 	})
 	if err == nil {
-		for _, id := range removed {
+		for _, a := range removed {
+			m.removed.count(a.State)
 			// YARN's RMAppManager logs each removal at INFO as well.
-			m.opts.Logger.Info("completed application removed: the RM keeps the most recent only", "app", id.String(),
+			m.opts.Logger.Info("completed application removed: the RM keeps the most recent only", "app", a.ID.String(),
 				"maxCompletedApplications", m.maxCompleted)
 		}
 	}
@@ -54,7 +56,7 @@ func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
 // above 0 stops it once it has removed that many records (after at least
 // one application); more then tells that applications beyond the limit
 // remain.
-func (m *Manager) removeCompleted(w *state.WriteTxn, budget int) (removed []records.ApplicationID, more bool, err error) {
+func (m *Manager) removeCompleted(w *state.WriteTxn, budget int) (removed []*records.Application, more bool, err error) {
 	completed := w.CompletedApplications()
 	excess := len(completed) - m.maxCompleted
 	n := 0
@@ -62,14 +64,15 @@ func (m *Manager) removeCompleted(w *state.WriteTxn, budget int) (removed []reco
 		if budget > 0 && n >= budget {
 			return removed, true, nil
 		}
-		id := completed[i].ID
+		a := completed[i]
+		id := a.ID
 		if budget > 0 {
 			n += 1 + len(w.AttemptsOf(id)) + len(w.ContainersOfApp(id))
 		}
 		if err := w.DeleteApplication(id); err != nil {
 			return nil, false, fmt.Errorf("remove completed application %s: %w", id, err)
 		}
-		removed = append(removed, id)
+		removed = append(removed, a)
 	}
 	return removed, false, nil
 }
@@ -82,7 +85,7 @@ func (m *Manager) removeCompleted(w *state.WriteTxn, budget int) (removed []reco
 func (m *Manager) recoverRetention() (int, error) {
 	total := 0
 	for {
-		var removed []records.ApplicationID
+		var removed []*records.Application
 		var more bool
 		err := m.store.Update(func(w *state.WriteTxn) error {
 			var err error
@@ -97,4 +100,29 @@ func (m *Manager) recoverRetention() (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// removedCounts are the completed applications this Manager removed since
+// it started, by final state.
+type removedCounts struct{ finished, failed, killed atomic.Int64 }
+
+func (c *removedCounts) count(s records.AppState) {
+	switch s {
+	case records.AppFinished:
+		c.finished.Add(1)
+	case records.AppFailed:
+		c.failed.Add(1)
+	case records.AppKilled:
+		c.killed.Add(1)
+	}
+}
+
+// RemovedSinceStart is how many completed applications, by final state,
+// retention removed since this Manager started. YARN's cluster metrics
+// (appsSubmitted, appsCompleted, appsFailed, appsKilled: its root queue's
+// QueueMetrics) count since the RM started, removed applications
+// included; REST adds these to what the store still holds. Those removed
+// at recovery were counted by the previous incarnation, as in YARN.
+func (m *Manager) RemovedSinceStart() (finished, failed, killed int64) {
+	return m.removed.finished.Load(), m.removed.failed.Load(), m.removed.killed.Load()
 }

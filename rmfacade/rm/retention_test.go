@@ -253,6 +253,24 @@ func TestRetainCompletedApplications(t *testing.T) {
 				}
 			}
 			check(m, "before the restart")
+			// Cluster metrics still count what was removed (YARN's count
+			// since the RM started).
+			var removed [3]int64 // finished, failed, killed
+			for _, n := range order {
+				if !slices.Contains(tc.kept, n) {
+					switch endings[n] {
+					case amFailed:
+						removed[1]++
+					case killed:
+						removed[2]++
+					default:
+						removed[0]++
+					}
+				}
+			}
+			if f, fl, k := m.RemovedSinceStart(); [3]int64{f, fl, k} != removed {
+				t.Fatalf("removed since start: finished %d, failed %d, killed %d; want %v", f, fl, k, removed)
+			}
 			st.Close()
 
 			// What the store holds on disk: no attempt or container of an
