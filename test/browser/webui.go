@@ -11,8 +11,8 @@ import (
 
 // Rows reads the rows that match rowSelector in the table that matches
 // table, each as its cells' rendered text by the text of their column's
-// header (thead th); a row whose cells do not line up with the headers is
-// an error.
+// header (thead th; without the arrow a sorted column's header carries);
+// a row whose cells do not line up with the headers is an error.
 func (p *Page) Rows(ctx context.Context, table, rowSelector string) ([]map[string]string, error) {
 	var r struct {
 		Headers []string
@@ -20,7 +20,7 @@ func (p *Page) Rows(ctx context.Context, table, rowSelector string) ([]map[strin
 	}
 	js := `(() => { const t = document.querySelector(` + jsString(table) + `);
 		if (!t) return {Headers: null, Rows: null};
-		return {Headers: Array.from(t.querySelectorAll(':scope > thead th'), h => h.innerText.trim()),
+		return {Headers: Array.from(t.querySelectorAll(':scope > thead th'), h => h.innerText.replace(/[▲▼]/g, '').trim()),
 			Rows: Array.from(t.querySelectorAll(` + jsString(rowSelector) + `), tr => Array.from(tr.querySelectorAll(':scope > td'), td => td.innerText.trim()))}; })()`
 	if err := p.eval(ctx, js, &r); err != nil {
 		return nil, fmt.Errorf("browser: rows of %s on %s: %w", table, p.URL, err)
