@@ -186,6 +186,21 @@ func (y *yarnOnKube) distShell(ctx context.Context, name string, args ...string)
 	return y.distShellIn(ctx, "default", name, args...)
 }
 
+// sleepingDistShell starts a DistributedShell named name whose two
+// containers sleep for 5 minutes, and returns once its AM and both
+// containers run: its application, and a channel closed when its client
+// exits.
+func (y *yarnOnKube) sleepingDistShell(ctx context.Context, name string) (string, <-chan struct{}) {
+	GinkgoHelper()
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		y.distShell(ctx, name, "-num_containers", "2", "-shell_command", "sleep 300")
+	}()
+	return y.waitRunning(ctx, name, 3), done
+}
+
 // distShellIn is distShell submitting to queue.
 func (y *yarnOnKube) distShellIn(ctx context.Context, queue, name string, args ...string) (error, string) {
 	jar, err := y.dist.Jar("hadoop-yarn-applications-distributedshell-")
@@ -434,13 +449,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 	localizationSpecs(func() *yarnOnKube { return y })
 
 	It("removes a running DistributedShell's pods within seconds of yarn application -kill", func(ctx SpecContext) {
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			y.distShell(ctx, "ds-kill", "-num_containers", "2", "-shell_command", "sleep 300")
-		}()
-		app := y.waitRunning(ctx, "ds-kill", 3) // the AM and both containers
+		app, done := y.sleepingDistShell(ctx, "ds-kill")
 		_, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-kill", app)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		killed := time.Now()
@@ -458,13 +467,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 	}, SpecTimeout(5*time.Minute))
 
 	It("shows a running DistributedShell on every web UI page, as headless Chromium renders them", func(ctx SpecContext) {
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			y.distShell(ctx, "ds-ui", "-num_containers", "2", "-shell_command", "sleep 300")
-		}()
-		app := y.waitRunning(ctx, "ds-ui", 3) // the AM and both containers
+		app, done := y.sleepingDistShell(ctx, "ds-ui")
 		checkUIInBrowser(ctx, y.rm.WebAddr, app)
 		_, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-kill", app)
 		Expect(err).NotTo(HaveOccurred(), errOut)

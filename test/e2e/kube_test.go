@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	sigyaml "sigs.k8s.io/yaml"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
@@ -284,17 +283,13 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		// koordinator's differ from the installed weft profile's: that, and
 		// only that, is refused there, as values.yaml tells.
 		for _, profile := range []string{"weft", "plain", "katalyst", "koordinator"} {
-			objs, err := kube.RenderChart(ctx, nil, "profile="+profile)
+			out, err := kube.RenderChartYAML(ctx, nil, "profile="+profile)
 			Expect(err).NotTo(HaveOccurred())
-			var docs []string
-			for _, u := range objs {
-				b, err := sigyaml.Marshal(u.Object)
-				Expect(err).NotTo(HaveOccurred())
-				docs = append(docs, string(b))
-			}
+			objs, err := kube.DecodeObjects(out)
+			Expect(err).NotTo(HaveOccurred())
 			rendered := filepath.Join(GinkgoT().TempDir(), profile+".yaml")
-			Expect(os.WriteFile(rendered, []byte(strings.Join(docs, "---\n")), 0o644)).To(Succeed())
-			out, err := cluster.Kubectl(ctx, "apply", "--dry-run=server", "-f", rendered)
+			Expect(os.WriteFile(rendered, out, 0o644)).To(Succeed())
+			applied, err := cluster.Kubectl(ctx, "apply", "--dry-run=server", "-f", rendered)
 			if profile != "koordinator" {
 				Expect(err).NotTo(HaveOccurred(), "profile %s", profile)
 			} else {
@@ -304,7 +299,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			}
 			// One line per object the server took (created, configured or
 			// unchanged, in a dry run).
-			Expect(strings.Count(out, "(server dry run)")).To(BeNumerically(">=", len(objs)-3), "profile %s: %s", profile, out)
+			Expect(strings.Count(applied, "(server dry run)")).To(BeNumerically(">=", len(objs)-3), "profile %s: %s", profile, applied)
 		}
 	}, SpecTimeout(8*time.Minute))
 

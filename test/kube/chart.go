@@ -25,8 +25,7 @@ func Helm(ctx context.Context) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	root := filepath.Dir(filepath.Dir(scriptDir()))
-	if out, err := exec.CommandContext(ctx, "make", "-s", "-C", root, "helm").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "make", "-s", "-C", repoRoot(), "helm").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("make helm: %v\n%s", err, out)
 	}
 	return bin, nil
@@ -37,33 +36,44 @@ func Helm(ctx context.Context) (string, error) {
 // the values files and --set pairs given, and returns its objects, the
 // CRDs first.
 func RenderChart(ctx context.Context, valuesFiles []string, set ...string) ([]*unstructured.Unstructured, error) {
+	out, err := RenderChartYAML(ctx, valuesFiles, set...)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeObjects(out)
+}
+
+// RenderChartYAML is RenderChart's helm output as it prints it: YAML
+// documents, for `helm template | kubectl apply`.
+func RenderChartYAML(ctx context.Context, valuesFiles []string, set ...string) ([]byte, error) {
 	helm, err := Helm(ctx)
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Dir(filepath.Dir(scriptDir()))
-	args := []string{"template", "weft", filepath.Join(root, "deploy", "chart", "weft"), "--include-crds"}
+	args := []string{"template", "weft", filepath.Join(repoRoot(), "deploy", "chart", "weft"), "--include-crds"}
 	for _, f := range valuesFiles {
 		args = append(args, "-f", f)
 	}
 	for _, kv := range set {
 		args = append(args, "--set", kv)
 	}
-	cmd := exec.CommandContext(ctx, helm, args...)
-	out, err := cmd.Output()
+	out, err := exec.CommandContext(ctx, helm, args...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return nil, fmt.Errorf("helm %v: %v\n%s", args, err, ee.Stderr)
 		}
 		return nil, fmt.Errorf("helm %v: %w", args, err)
 	}
-	return DecodeObjects(out)
+	return out, nil
 }
+
+// repoRoot is the repository this package is in (two levels above it).
+func repoRoot() string { return filepath.Dir(filepath.Dir(scriptDir())) }
 
 // LocalValues is the chart's values file for this machine's cluster
 // (deploy/local.yaml: host networking, the API server on loopback).
 func LocalValues() string {
-	return filepath.Join(filepath.Dir(filepath.Dir(scriptDir())), "deploy", "local.yaml")
+	return filepath.Join(repoRoot(), "deploy", "local.yaml")
 }
 
 // Install applies a rendered chart as `helm template | kubectl apply
