@@ -17,8 +17,17 @@ type ApplicationID struct {
 }
 
 // String formats the id as YARN does: application_<ts>_<seq, 4+ digits>.
+// The ids are formatted by the thousand in every listing, hence appends
+// rather than fmt (TestIDStringsMatchFormat holds them to fmt's output).
 func (id ApplicationID) String() string {
-	return fmt.Sprintf("application_%d_%04d", id.ClusterTimestamp, id.ID)
+	return string(id.appendTo(make([]byte, 0, 40), "application_"))
+}
+
+func (id ApplicationID) appendTo(b []byte, prefix string) []byte {
+	b = append(b, prefix...)
+	b = strconv.AppendInt(b, id.ClusterTimestamp, 10)
+	b = append(b, '_')
+	return appendPadded(b, int64(id.ID), 4)
 }
 
 // AttemptID is YARN's application attempt id.
@@ -27,8 +36,10 @@ type AttemptID struct {
 	ID  int32
 }
 
+// String formats the id as YARN does: appattempt_<ts>_<seq, 4+>_<attempt, 6+>.
 func (id AttemptID) String() string {
-	return fmt.Sprintf("appattempt_%d_%04d_%06d", id.App.ClusterTimestamp, id.App.ID, id.ID)
+	b := id.App.appendTo(make([]byte, 0, 48), "appattempt_")
+	return string(appendPadded(append(b, '_'), int64(id.ID), 6))
 }
 
 // ContainerID is YARN's container id. Epoch is the RM restart epoch, put in
@@ -38,14 +49,36 @@ type ContainerID struct {
 	ID      int64
 }
 
+// String formats the id as YARN does:
+// container_[e<epoch, 2+>_]<ts>_<seq, 4+>_<attempt, 2+>_<container, 6+>.
 func (id ContainerID) String() string {
 	seq := id.ID & 0xffffffffff
 	epoch := id.ID >> 40
-	base := fmt.Sprintf("%d_%04d_%02d_%06d", id.Attempt.App.ClusterTimestamp, id.Attempt.App.ID, id.Attempt.ID, seq)
+	b := append(make([]byte, 0, 56), "container_"...)
 	if epoch > 0 {
-		return fmt.Sprintf("container_e%02d_%s", epoch, base)
+		b = append(appendPadded(append(b, 'e'), epoch, 2), '_')
 	}
-	return "container_" + base
+	b = id.Attempt.App.appendTo(b, "")
+	b = appendPadded(append(b, '_'), int64(id.Attempt.ID), 2)
+	return string(appendPadded(append(b, '_'), seq, 6))
+}
+
+// appendPadded appends n in decimal, zero-padded to width as fmt's %0*d
+// pads it (a minus sign counts toward the width).
+func appendPadded(b []byte, n int64, width int) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		width--
+	}
+	var buf [24]byte
+	digits := strconv.AppendInt(buf[:0], n, 10)
+	if n < 0 {
+		digits = digits[1:]
+	}
+	for i := len(digits); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
 }
 
 // ParseApplicationID parses application_<ts>_<seq>.

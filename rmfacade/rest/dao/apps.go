@@ -11,6 +11,26 @@ type AppsInfo struct {
 
 func (AppsInfo) jsonRoot() string { return "apps" }
 
+// AppsStream is an AppsInfo whose applications are made while it is
+// written: each is encoded and dropped before the next is made, so that
+// answering with every application the RM retains holds one of them in
+// memory at a time rather than all. A yielded AppInfo is valid until the
+// next is asked for (the maker may reuse it). Write streams it as JSON; as
+// XML it is collected first.
+type AppsStream func(yield func(*AppInfo) bool)
+
+func (AppsStream) jsonRoot() string { return "apps" }
+
+// collect is the stream as an AppsInfo.
+func (s AppsStream) collect() *AppsInfo {
+	list := &AppsInfo{}
+	for a := range s {
+		kept := *a // a may be reused for the next
+		list.App = append(list.App, &kept)
+	}
+	return list
+}
+
 // AppInfo is an application: GET /ws/v1/cluster/apps/{appid} as
 // {"app":{...}}, and each element of AppsInfo.
 //

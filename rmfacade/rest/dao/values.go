@@ -3,7 +3,6 @@ package dao
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -172,22 +171,7 @@ type KeyLong struct {
 type LongMap []KeyLong
 
 // MarshalJSON writes the map as Jersey does.
-func (m StringMap) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range m {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`"entry":{"key":`)
-		writeJSONString(&b, e.Key)
-		b.WriteString(`,"value":`)
-		writeJSONString(&b, e.Value)
-		b.WriteByte('}')
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (m StringMap) MarshalJSON() ([]byte, error) { return m.appendJSON(nil), nil }
 
 // UnmarshalJSON reads the map in any of the forms Jersey accepts: entries
 // repeated, as an array, or a single entry.
@@ -212,20 +196,7 @@ func (m StringMap) Map() map[string]string {
 }
 
 // MarshalJSON writes the map as Jersey does.
-func (m LongMap) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range m {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`"entry":{"key":`)
-		writeJSONString(&b, e.Key)
-		fmt.Fprintf(&b, `,"value":"%d"}`, e.Value)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (m LongMap) MarshalJSON() ([]byte, error) { return m.appendJSON(nil), nil }
 
 // UnmarshalJSON reads the map as LongMap.MarshalJSON writes it.
 func (m *LongMap) UnmarshalJSON(b []byte) error {
@@ -253,11 +224,6 @@ func (m LongMap) writeXML(x *xmlWriter, name string) {
 		x.entry(e.Key, strconv.FormatInt(e.Value, 10))
 	}
 	x.mapEnd(name, len(m) == 0)
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	enc, _ := marshalJSONNoEscape(s)
-	b.Write(enc)
 }
 
 // Ptr returns a pointer to v, for the *string fields the RM sometimes

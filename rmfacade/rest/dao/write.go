@@ -3,6 +3,7 @@ package dao
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"mime"
 	"net/http"
 	"sort"
@@ -91,6 +92,15 @@ func Write(w http.ResponseWriter, r *http.Request, status int, v any) {
 	if asXML {
 		ct = ContentTypeXML
 	}
+	if s, ok := v.(AppsStream); ok && asXML {
+		v = s.collect()
+	}
+	if s, ok := v.(jsonStreamer); ok && !asXML {
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(status)
+		streamJSON(w, v, s)
+		return
+	}
 	var body []byte
 	var err error
 	if v != nil {
@@ -118,6 +128,38 @@ func Write(w http.ResponseWriter, r *http.Request, status int, v any) {
 	}
 }
 
+// streamChunk is how much of a streamed answer is encoded before it is
+// handed to the connection.
+const streamChunk = 64 << 10
+
+// streamJSON writes s as EncodeJSON would encode it, a chunk at a time.
+// After a write error (the client went away) nothing more is written.
+func streamJSON(w io.Writer, v any, s jsonStreamer) {
+	b := make([]byte, 0, 2*streamChunk)
+	var failed bool
+	flush := func(b []byte) []byte {
+		if len(b) < streamChunk {
+			return b
+		}
+		if !failed {
+			_, err := w.Write(b)
+			failed = err != nil
+		}
+		return b[:0]
+	}
+	root, rooted := v.(jsonRooted)
+	if rooted {
+		b = append(append(append(b, `{"`...), root.jsonRoot()...), `":`...)
+	}
+	b = s.streamJSON(b, flush)
+	if rooted {
+		b = append(b, '}')
+	}
+	if !failed {
+		w.Write(b)
+	}
+}
+
 // Error sends the RM's error body, RemoteException, negotiated like Write:
 //
 //	{"RemoteException":{"exception":"NotFoundException","message":"...",
@@ -131,11 +173,23 @@ func Error(w http.ResponseWriter, r *http.Request, status int, exceptionSimpleNa
 // EncodeJSON encodes v as the RM's JSON: the root wrapped where the RM
 // wraps it, no HTML escaping, no trailing newline.
 func EncodeJSON(v any) ([]byte, error) {
+	root, rooted := v.(jsonRooted)
+	if a, ok := v.(jsonAppender); ok {
+		var b []byte
+		if rooted {
+			b = append(append(append(b, `{"`...), root.jsonRoot()...), `":`...)
+		}
+		b = a.appendJSON(b)
+		if rooted {
+			b = append(b, '}')
+		}
+		return b, nil
+	}
 	body, err := marshalJSONNoEscape(v)
 	if err != nil {
 		return nil, err
 	}
-	if root, ok := v.(jsonRooted); ok {
+	if rooted {
 		var b bytes.Buffer
 		b.Grow(len(body) + len(root.jsonRoot()) + 5)
 		b.WriteString(`{"`)

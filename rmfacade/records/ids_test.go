@@ -1,0 +1,35 @@
+package records
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestIDStringsMatchFormat holds the appending formatters to the fmt
+// patterns YARN's ids are defined by.
+func TestIDStringsMatchFormat(t *testing.T) {
+	for _, ts := range []int64{0, 7, 1700000000000, -3} {
+		for _, app := range []int32{0, 1, 42, 9999, 10000, 123456, -5} {
+			a := ApplicationID{ClusterTimestamp: ts, ID: app}
+			if got, want := a.String(), fmt.Sprintf("application_%d_%04d", ts, app); got != want {
+				t.Errorf("ApplicationID %v: %q, want %q", a, got, want)
+			}
+			for _, attempt := range []int32{0, 1, 12, 1234567, -2} {
+				at := AttemptID{App: a, ID: attempt}
+				if got, want := at.String(), fmt.Sprintf("appattempt_%d_%04d_%06d", ts, app, attempt); got != want {
+					t.Errorf("AttemptID %v: %q, want %q", at, got, want)
+				}
+				for _, c := range []int64{1, 99, 1234567, 3<<40 | 5, 123<<40 | 77} {
+					seq, epoch := c&0xffffffffff, c>>40
+					want := fmt.Sprintf("container_%d_%04d_%02d_%06d", ts, app, attempt, seq)
+					if epoch > 0 {
+						want = fmt.Sprintf("container_e%02d_%d_%04d_%02d_%06d", epoch, ts, app, attempt, seq)
+					}
+					if got := (ContainerID{Attempt: at, ID: c}).String(); got != want {
+						t.Errorf("ContainerID %d: %q, want %q", c, got, want)
+					}
+				}
+			}
+		}
+	}
+}
