@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -51,15 +52,27 @@ type Service struct {
 	// started is when this incarnation began: the last sign of life of
 	// AMs that registered with an earlier one.
 	started time.Time
-	// last holds each attempt's last allocate response, for YARN's
-	// responseId handshake (a retried request gets it again); an attempt
-	// is registered with this incarnation when it has one.
-	mu   sync.Mutex
-	last map[records.AttemptID]*yarnpb.AllocateResponseProto
-	// nmTokens remembers the nodes whose NMToken an attempt has had.
-	nmTokens map[records.AttemptID]map[string]bool
-	// heard is when each attempt's AM last called.
-	heard map[records.AttemptID]time.Time
+	// mu guards sessions only, never across a call's work: the AMs of
+	// different applications are served in parallel, each serialized on
+	// its own session as YARN's ApplicationMasterService serializes an
+	// attempt's calls on its AllocateResponseLock.
+	mu sync.Mutex
+	// sessions holds the attempts registered with this incarnation.
+	sessions map[records.AttemptID]*session
+}
+
+// session is what this incarnation keeps of a registered AM.
+type session struct {
+	// mu is held through each call of the AM.
+	mu sync.Mutex
+	// last is the last allocate response, for YARN's responseId handshake
+	// (a retried request gets it again).
+	last *yarnpb.AllocateResponseProto
+	// nmTokens remembers the nodes whose NMToken the attempt has had.
+	nmTokens map[string]bool
+	// heard is when the AM last called (Unix nanoseconds), read by the
+	// liveness monitor without waiting on a call in progress.
+	heard atomic.Int64
 }
 
 // New returns the service.
@@ -73,8 +86,15 @@ func New(mgr *rm.Manager, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{mgr: mgr, opts: opts, started: opts.Now(), last: map[records.AttemptID]*yarnpb.AllocateResponseProto{},
-		nmTokens: map[records.AttemptID]map[string]bool{}, heard: map[records.AttemptID]time.Time{}}
+	return &Service{mgr: mgr, opts: opts, started: opts.Now(), sessions: map[records.AttemptID]*session{}}
+}
+
+// session returns the attempt's session, nil when it has not registered
+// with this incarnation.
+func (s *Service) session(id records.AttemptID) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
 }
 
 // Run is YARN's AMLivelinessMonitor: until ctx ends it checks, every
@@ -106,11 +126,9 @@ func (s *Service) expire(ctx context.Context) {
 		if att == nil || att.State != records.AttemptRunning {
 			continue
 		}
-		s.mu.Lock()
-		heard, ok := s.heard[id]
-		s.mu.Unlock()
-		if !ok {
-			heard = s.started
+		heard := s.started
+		if sess := s.session(id); sess != nil {
+			heard = time.Unix(0, sess.heard.Load())
 		}
 		if now.Sub(heard) < s.opts.AMExpiry {
 			continue
@@ -127,9 +145,7 @@ func (s *Service) expire(ctx context.Context) {
 // forget drops what this incarnation keeps of an attempt.
 func (s *Service) forget(id records.AttemptID) {
 	s.mu.Lock()
-	delete(s.last, id)
-	delete(s.nmTokens, id)
-	delete(s.heard, id)
+	delete(s.sessions, id)
 	s.mu.Unlock()
 	if s.opts.Allocator != nil {
 		s.opts.Allocator.Forget(id)
@@ -169,17 +185,29 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	// Registered with this incarnation already: refused, as YARN's
 	// ApplicationMasterService does. One that registered with an earlier
 	// incarnation is resyncing and registers again (rm.Manager.RegisterAM).
+	// Two registers of one attempt race for its session under mu; the
+	// session counts as registered once last is set.
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.last[id]; ok {
+	if _, ok := s.sessions[id]; ok {
+		s.mu.Unlock()
 		return nil, yarnerr.InvalidAMRequest("Application Master is already registered : %s", id.App)
 	}
+	sess := &session{nmTokens: map[string]bool{}}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	s.sessions[id] = sess
+	s.mu.Unlock()
 	app, err := s.mgr.RegisterAM(ctx, id, req.GetHost(), req.GetRpcPort(), req.GetTrackingUrl())
 	if err != nil {
+		s.mu.Lock()
+		if s.sessions[id] == sess {
+			delete(s.sessions, id)
+		}
+		s.mu.Unlock()
 		return nil, err
 	}
-	s.last[id] = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
-	s.heard[id] = s.opts.Now()
+	sess.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
+	sess.heard.Store(s.opts.Now().UnixNano())
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability:      &yarnpb.ResourceProto{Memory: proto.Int64(max.MemoryMB), VirtualCores: proto.Int32(max.VCores)},
@@ -199,15 +227,21 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last, ok := s.last[id]
-	if !ok {
+	sess := s.session(id)
+	if sess != nil {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+	}
+	// Registered with this incarnation, and still: a register that failed
+	// or a finish that forgot the attempt while this call waited leaves it
+	// unregistered.
+	if sess == nil || sess.last == nil || s.session(id) != sess {
 		// Not registered with this RM incarnation: AMRMClient re-registers
 		// on this exception.
 		return nil, ipc.Errorf(yarnerr.ClassAMNotRegistered, "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register.", id)
 	}
-	s.heard[id] = s.opts.Now()
+	last := sess.last
+	sess.heard.Store(s.opts.Now().UnixNano())
 	switch req.GetResponseId() {
 	case last.GetResponseId() - 1:
 		return last, nil // a retry of the request last answered
@@ -240,7 +274,7 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	if s.opts.Allocator != nil {
 		s.opts.Allocator.Update(id, req.GetAsk())
-		if err := s.grant(ctx, id, resp); err != nil {
+		if err := s.grant(ctx, id, sess, resp); err != nil {
 			return nil, err
 		}
 	}
@@ -277,13 +311,13 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	resp.Limit = &yarnpb.ResourceProto{Memory: proto.Int64(max(free.MemoryMB, 0)), VirtualCores: proto.Int32(max(free.VCores, 0))}
 	resp.NumClusterNodes = proto.Int32(int32(len(nodes)))
-	s.last[id] = resp
+	sess.last = resp
 	return resp, nil
 }
 
 // grant puts the attempt's newly placed containers, with their container
 // tokens, and the NMTokens of nodes new to the attempt into resp.
-func (s *Service) grant(ctx context.Context, id records.AttemptID, resp *yarnpb.AllocateResponseProto) error {
+func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session, resp *yarnpb.AllocateResponseProto) error {
 	app, err := s.mgr.Application(id.App)
 	if err != nil {
 		return err
@@ -292,11 +326,7 @@ func (s *Service) grant(ctx context.Context, id records.AttemptID, resp *yarnpb.
 	if err != nil {
 		return err
 	}
-	seen := s.nmTokens[id]
-	if seen == nil {
-		seen = map[string]bool{}
-		s.nmTokens[id] = seen
-	}
+	seen := sess.nmTokens
 	for _, c := range acquired {
 		host, port, err := splitNodeID(c.Node)
 		if err != nil {
@@ -349,6 +379,11 @@ func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMaste
 	final := records.FinalUndefined
 	if name, ok := yarnpb.FinalApplicationStatusProto_name[int32(req.GetFinalApplicationStatus())]; ok {
 		final = records.FinalStatus(strings.TrimPrefix(name, "APP_"))
+	}
+	// Not while one of the AM's own calls is in progress.
+	if sess := s.session(id); sess != nil {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
 	}
 	if err := s.mgr.FinishAM(ctx, id, final, req.GetDiagnostics(), req.GetTrackingUrl()); err != nil {
 		return nil, err
