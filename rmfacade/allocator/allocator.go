@@ -321,12 +321,15 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				podPlacements = append(podPlacements, pl)
 				continue
 			}
-			n := snap.Node(pl.NodeID)
-			if n == nil {
+			n, app := snap.Node(pl.NodeID), snap.Application(p.attempt.App)
+			if n == nil || app == nil {
 				continue
 			}
+			// Checked against the store when stored (rm.AllocateContainers):
+			// a grant whose node or queue moved since this snapshot is
+			// refused and its ask decided again next cycle.
 			grants[p.attempt] = append(grants[p.attempt], rm.Grant{Node: n.ID, NodeHTTP: n.HTTPAddress, Resource: p.key.Resource,
-				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier})
+				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier, Queue: app.Queue})
 		}
 	}
 	decided := time.Now()

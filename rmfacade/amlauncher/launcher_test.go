@@ -237,6 +237,9 @@ func TestExpiredAMAndUnusedContainers(t *testing.T) {
 	if _, err := mgr.RegisterAM(ctx, first, "h", 1, ""); err != nil {
 		t.Fatal(err)
 	}
+	if err := mgr.PutNode(&records.Node{ID: "n:8041", State: records.NodeRunning, Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
+		t.Fatal(err)
+	}
 	granted, err := mgr.AllocateContainers(ctx, first, []rm.Grant{{Node: "n:8041", Resource: records.Resource{MemoryMB: 1024, VCores: 1}}})
 	if err != nil || len(granted) != 1 {
 		t.Fatalf("grant: %v %v", granted, err)

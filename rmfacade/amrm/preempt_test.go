@@ -76,8 +76,8 @@ func newQueueFixture(t *testing.T, tune ...func(*allocator.Options)) *queueFixtu
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
 	clock := &fakeClock{now: time.Now()}
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet, Now: clock.Now})
 	reg := prometheus.NewRegistry()
 	aopts := allocator.Options{Logger: quiet, PreemptionGrace: 30 * time.Second, Now: clock.Now, Metrics: reg}
 	for _, f := range tune {

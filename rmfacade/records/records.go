@@ -84,6 +84,11 @@ func (r Resource) Add(o Resource) Resource {
 	return Resource{MemoryMB: r.MemoryMB + o.MemoryMB, VCores: r.VCores + o.VCores}
 }
 
+// Sub returns r-o.
+func (r Resource) Sub(o Resource) Resource {
+	return Resource{MemoryMB: r.MemoryMB - o.MemoryMB, VCores: r.VCores - o.VCores}
+}
+
 // Max returns the larger of r and o in each dimension.
 func (r Resource) Max(o Resource) Resource {
 	return Resource{MemoryMB: max(r.MemoryMB, o.MemoryMB), VCores: max(r.VCores, o.VCores)}

@@ -17,6 +17,9 @@ type Grant struct {
 	Priority            int32
 	AllocationRequestID int64
 	Tier                string
+	// Queue is the application's queue the grant was decided for; empty,
+	// the queue is not checked.
+	Queue string
 }
 
 // nextContainerID is one past the highest container id of the attempt
@@ -32,23 +35,50 @@ func nextContainerID(w *state.WriteTxn, id records.AttemptID) int64 {
 }
 
 // AllocateContainers stores grants as NEW containers of a live attempt,
-// to be handed to its AM by the next allocate call. A finished attempt
-// gets nothing: the grants are dropped and nil returned.
+// to be handed to its AM by the next allocate call, and returns those it
+// stored. A finished attempt gets nothing: the grants are dropped and nil
+// returned.
+//
+// The scheduler decided the grants over a snapshot, and the store may
+// have moved since (a node cooling down or lost, online pods taking room,
+// an AM container placed, the application moved to another queue). Each
+// grant is checked here against the store it changes, as Nomad's plan
+// applier checks a plan against the state it writes: one whose node is
+// gone, not RUNNING, cooling down or without room for it any more (its
+// capacity, less what other pods occupy and what live containers there
+// hold, those stored before it in this call included), or whose
+// application is no longer in the queue it was decided for, is refused:
+// left out of the result, its ask still outstanding for the next cycle to
+// decide again. A refusal never over-commits a node.
 func (m *Manager) AllocateContainers(ctx context.Context, id records.AttemptID, grants []Grant) ([]*records.Container, error) {
 	var out []*records.Container
+	refused := 0
 	err := m.store.Update(func(w *state.WriteTxn) error {
-		out = nil
-		if _, att, err := liveAttempt(w, id); err != nil || att.State != records.AttemptRunning {
+		out, refused = nil, 0
+		app, att, err := liveAttempt(w, id)
+		if err != nil || att.State != records.AttemptRunning {
 			return nil
 		}
 		next := nextContainerID(w, id)
 		now := m.opts.Now().UnixMilli()
-		for i, g := range grants {
+		free := map[string]records.Resource{} // per node, as of this transaction
+		for _, g := range grants {
+			room, seen := free[g.Node]
+			if !seen {
+				room = roomOn(w, g.Node, now)
+			}
+			if (g.Queue != "" && g.Queue != app.Queue) || !g.Resource.Fits(room) {
+				refused++
+				free[g.Node] = room
+				continue
+			}
+			free[g.Node] = room.Sub(g.Resource)
 			c := &records.Container{
-				ID: records.ContainerID{Attempt: id, ID: next + int64(i)}, Node: g.Node, NodeHTTP: g.NodeHTTP,
+				ID: records.ContainerID{Attempt: id, ID: next}, Node: g.Node, NodeHTTP: g.NodeHTTP,
 				Resource: g.Resource, Priority: g.Priority, AllocationRequestID: g.AllocationRequestID, Tier: g.Tier,
 				State: records.ContainerNew, ExitStatus: records.ExitInvalid, StartTime: now,
 			}
+			next++
 			if err := w.PutContainer(c); err != nil {
 				return err
 			}
@@ -56,7 +86,40 @@ func (m *Manager) AllocateContainers(ctx context.Context, id records.AttemptID, 
 		}
 		return nil
 	})
+	if refused > 0 {
+		m.opts.Logger.Info("grants refused: their node or queue changed since the cycle decided them", "attempt", id.String(),
+			"refused", refused, "stored", len(out))
+	}
 	return out, err
+}
+
+// roomOn is what a node can still take as w has it: nothing unless it is
+// RUNNING and not cooling down; else its capacity less what other pods
+// occupy and what its live containers hold. A live container is one the
+// scheduler counts too (allocator.addAttempt): not complete, of the
+// current attempt of an ACCEPTED or RUNNING application; counting others
+// would refuse, cycle after cycle, grants the scheduler keeps deciding.
+func roomOn(w *state.WriteTxn, node string, nowMs int64) records.Resource {
+	n := w.Node(node)
+	if n == nil || n.State != records.NodeRunning || n.CooldownUntil > nowMs {
+		return records.Resource{}
+	}
+	room := n.Capability.Sub(n.Occupied)
+	apps := map[records.ApplicationID]*records.Application{}
+	for _, c := range w.ContainersOnNode(node) {
+		if c.State == records.ContainerComplete {
+			continue
+		}
+		app, seen := apps[c.ID.Attempt.App]
+		if !seen {
+			app = w.Application(c.ID.Attempt.App)
+			apps[c.ID.Attempt.App] = app
+		}
+		if app != nil && (app.State == records.AppAccepted || app.State == records.AppRunning) && app.CurrentAttempt == c.ID.Attempt.ID {
+			room = room.Sub(c.Resource)
+		}
+	}
+	return room
 }
 
 // AcquireContainers hands an attempt's new containers to its AM: those not

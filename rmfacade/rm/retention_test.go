@@ -86,6 +86,12 @@ func retaining(t testing.TB, durable state.Durable, limit *int, c *clock) (*Mana
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The node the applications' containers are granted on: grants are
+	// checked against the room it has.
+	if err := m.PutNode(&records.Node{ID: "n1:8041", HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 1 << 30, VCores: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
 	return m, st, r
 }
 

@@ -316,6 +316,11 @@ func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
 	return sortContainers(all[records.Container](r, TableContainers, "app", id.String()))
 }
 
+// ContainersOnNode returns the containers placed on a node, any state.
+func (r reader) ContainersOnNode(node string) []*records.Container {
+	return all[records.Container](r, TableContainers, "node", node)
+}
+
 // ContainersByApp returns every container, grouped by application and in
 // id order within each: for a listing of many applications, one pass over
 // the table costs less than a lookup per application.
