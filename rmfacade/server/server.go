@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
@@ -35,6 +36,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/clientrm"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
+	"github.com/weft-sh/weft/rmfacade/podsync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -151,7 +153,9 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
-	launcher          *amlauncher.Launcher
+	// controllers runs the AM launcher and the container pods' controller
+	// (with Kubernetes).
+	controllers       manager.Manager
 	nodes             *nodesync.Syncer
 	allocator         *allocator.Allocator
 	binder            *podbinder.Binder
@@ -331,7 +335,19 @@ func (s *Server) init() error {
 		if opts.Logger == nil {
 			opts.Logger = s.cfg.Logger
 		}
-		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
+		if s.controllers, err = s.newControllerManager(); err != nil {
+			return err
+		}
+		kc, api := s.controllers.GetClient(), s.controllers.GetAPIReader()
+		opts.APIReader = api
+		if err := amlauncher.New(s.Manager, kc, amTokens, opts).SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("AM launcher: %w", err)
+		}
+		containers := podsync.New(s.Manager, kc, podsync.Options{Namespace: opts.Namespace, ClusterID: opts.ClusterID,
+			ContainerAllocationExpiry: opts.ContainerAllocationExpiry, APIReader: api, Logger: opts.Logger})
+		if err := containers.SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("container pods: %w", err)
+		}
 		// One watch of the cluster's live pods serves the node view (what
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
@@ -400,18 +416,28 @@ func (s *Server) WebAddr() string       { return s.lnWeb.Addr().String() }
 
 // Serve serves until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context) error {
-	errc := make(chan error, 3)
+	// Everything started here stops when Serve returns, whatever the cause.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 4)
+	controllersDone := make(chan struct{})
 	go func() { errc <- s.ipc.Serve(s.lnIPC) }()
 	go func() { errc <- s.amIPC.Serve(s.lnAM) }()
 	go func() { errc <- s.web.Serve(s.lnWeb) }()
 	go s.am.Run(ctx)
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
-	if s.launcher != nil {
+	if s.controllers != nil {
 		synced := make(chan struct{})
 		go s.pods.Run(ctx.Done())
 		go s.nodes.Run(ctx)
 		go s.reconcile(ctx, synced)
+		go func() {
+			defer close(controllersDone)
+			if err := s.controllers.Start(ctx); err != nil {
+				errc <- fmt.Errorf("controllers: %w", err)
+			}
+		}()
 		go s.binder.Run(ctx)
 		go func() {
 			// Until the nodes are read and the watch has listed the pods,
@@ -445,6 +471,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.ipc.Shutdown(shutdownCtx)
 	s.amIPC.Shutdown(shutdownCtx)
 	s.web.Shutdown(shutdownCtx)
+	stop()
+	if s.controllers != nil {
+		<-controllersDone // no reconcile writes to the store once it is closed
+	}
 	s.store.Close()
 	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -452,8 +482,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// reconcile runs the AM launcher until ctx ends. It is level-based, so a
-// missed change is caught on the next tick.
+// reconcile syncs the nodes until ctx ends.
 func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
 	t := time.NewTicker(s.cfg.ReconcileEvery)
 	defer t.Stop()
@@ -464,9 +493,6 @@ func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
 			s.cfg.Logger.Info("nodes synced", "nodes", len(s.Manager.Snapshot().Nodes()))
 			close(nodesSynced)
 			nodesSynced = nil
-		}
-		if err := s.launcher.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("AM launcher", "err", err)
 		}
 		select {
 		case <-ctx.Done():
