@@ -84,8 +84,6 @@ type Config struct {
 	// Launcher configures AM pods; its SchedulerAddr defaults to
 	// SchedulerAddr.
 	Launcher amlauncher.Options
-	// ReconcileEvery is how often the launcher reconciles (default 1s).
-	ReconcileEvery time.Duration
 	// QueueRefreshEvery is how often a tree read from the cluster's Queues
 	// is read again (default 5s).
 	QueueRefreshEvery time.Duration
@@ -132,9 +130,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.RM.Logger == nil {
 		c.RM.Logger = c.Logger
-	}
-	if c.ReconcileEvery <= 0 {
-		c.ReconcileEvery = time.Second
 	}
 	if c.QueueRefreshEvery <= 0 {
 		c.QueueRefreshEvery = 5 * time.Second
@@ -359,7 +354,12 @@ func (s *Server) init() error {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
 		}
-		s.nodes = nodesync.New(s.Manager, client, nopts)
+		if s.nodes, err = nodesync.New(s.Manager, client, nopts); err != nil {
+			return err
+		}
+		if err := s.nodes.SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("node sync: %w", err)
+		}
 		// Weft's scheduler binds the pods that name it: AM pods, and any
 		// other pod placed by its queue and tier labels.
 		s.binder, err = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Workers: s.cfg.BindParallelism,
@@ -431,7 +431,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		synced := make(chan struct{})
 		go s.pods.Run(ctx.Done())
 		go s.nodes.Run(ctx)
-		go s.reconcile(ctx, synced)
+		go s.firstNodeSync(ctx, synced)
 		go func() {
 			defer close(controllersDone)
 			if err := s.controllers.Start(ctx); err != nil {
@@ -482,22 +482,25 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// reconcile syncs the nodes until ctx ends.
-func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
-	t := time.NewTicker(s.cfg.ReconcileEvery)
-	defer t.Stop()
-	for {
-		if err := s.nodes.Sync(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("node sync", "err", err)
-		} else if nodesSynced != nil {
+// firstNodeSync reads every node into the RM once the watches have listed
+// them, retrying until it succeeds, then closes synced: the allocator's
+// first cycle waits for it. The nodes controller keeps them current after.
+func (s *Server) firstNodeSync(ctx context.Context, synced chan<- struct{}) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := s.nodes.Sync(ctx)
+		if err == nil {
 			s.cfg.Logger.Info("nodes synced", "nodes", len(s.Manager.Snapshot().Nodes()))
-			close(nodesSynced)
-			nodesSynced = nil
+			close(synced)
+			return
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.cfg.Logger.Warn("node sync", "err", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
