@@ -106,7 +106,7 @@ func (l *Launcher) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("am-launcher").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(l.PodRequests)).
 		WatchesRawSource(l.StoreSource()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: l.opts.Workers, RateLimiter: podsync.RetryRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: l.opts.Workers, RateLimiter: storesource.RetryRateLimiter()}).
 		Complete(l)
 }
 

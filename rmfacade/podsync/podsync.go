@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -91,14 +90,6 @@ func New(mgr *rm.Manager, c client.Client, opts Options) *Reconciler {
 // container's (yarn.nodemanager.duration-to-track-stopped-containers).
 const CompletedPodRetention = 2 * time.Minute
 
-// RetryRateLimiter is how the RM's controllers retry a request that
-// failed: from 100ms, doubling, up to 30s — a failed pod creation or
-// deletion is tried again within the seconds YARN users expect, and
-// never waits the default limiter's quarter of an hour.
-func RetryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 30*time.Second)
-}
-
 // SetupWithManager runs the reconciler under mgr: a container is
 // reconciled when its pod changes, when its record does, and when its
 // application ends or moves to another attempt.
@@ -106,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("container-pods").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.PodRequests)).
 		WatchesRawSource(r.StoreSource()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RateLimiter: RetryRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RateLimiter: storesource.RetryRateLimiter()}).
 		Complete(r)
 }
 

@@ -12,10 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +35,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/podsync"
+	"github.com/weft-sh/weft/rmfacade/queuesync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -84,9 +83,6 @@ type Config struct {
 	// Launcher configures AM pods; its SchedulerAddr defaults to
 	// SchedulerAddr.
 	Launcher amlauncher.Options
-	// QueueRefreshEvery is how often a tree read from the cluster's Queues
-	// is read again (default 5s).
-	QueueRefreshEvery time.Duration
 	// NMKeySecret ("namespace/name"), with Kubernetes, holds the master key
 	// of container tokens and NMTokens in a Secret the RM creates when
 	// missing and node plugins read. It wins over NMKeyFile.
@@ -131,9 +127,6 @@ func (c *Config) setDefaults() {
 	if c.RM.Logger == nil {
 		c.RM.Logger = c.Logger
 	}
-	if c.QueueRefreshEvery <= 0 {
-		c.QueueRefreshEvery = 5 * time.Second
-	}
 	if c.Launcher.SchedulerName == "" {
 		c.Launcher.SchedulerName = podbinder.DefaultSchedulerName
 	}
@@ -156,17 +149,17 @@ type Server struct {
 	binder            *podbinder.Binder
 	pods              cache.SharedIndexInformer
 	queuesFromCluster bool
-	queues            []quota.QueueConfig
-	queueStatus       map[string]string // last status written per Queue
-	ipc, amIPC        *ipc.Server
-	am                *amrm.Service
-	web               *http.Server
+	// queueSync follows the cluster's Queue objects when the tree comes
+	// from them.
+	queueSync *queuesync.Reconciler
+	// crds are the Queue objects the tree was first read from, if it was.
+	crds       []v1alpha1.Queue
+	ipc, amIPC *ipc.Server
+	am         *amrm.Service
+	web        *http.Server
 	// metrics holds the RM's Prometheus series (and Go's, the process's).
 	metrics            *prometheus.Registry
 	lnIPC, lnAM, lnWeb net.Listener
-	// crds are the Queue objects the tree was read from, if it was: their
-	// absolute quotas and time windows are the scheduler's.
-	crds atomic.Pointer[[]v1alpha1.Queue]
 	// fenced is closed when the state store in the API server stops
 	// writing (another RM leads); nil for the embedded store.
 	fenced <-chan struct{}
@@ -179,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	var crds []v1alpha1.Queue
 	if fromCluster {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		qs, objs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
+		qs, objs, err := queuesync.Read(ctx, cfg.Kubernetes)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -201,8 +194,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
-		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry(), fenced: fenced}
+	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, crds: crds,
+		metrics: prometheus.NewRegistry(), fenced: fenced}
 	recovered, err := s.Manager.Recover(context.Background())
 	if err != nil {
 		store.Close()
@@ -213,9 +206,6 @@ func New(cfg Config) (*Server, error) {
 			"containers", recovered.Containers, "droppedUnacquired", recovered.Dropped, "removedCompleted", recovered.Removed)
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if crds != nil {
-		s.crds.Store(&crds)
-	}
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -343,6 +333,9 @@ func (s *Server) init() error {
 		if err := containers.SetupWithManager(s.controllers); err != nil {
 			return fmt.Errorf("container pods: %w", err)
 		}
+		if err := s.setupQueueSync(); err != nil {
+			return err
+		}
 		// One watch of the cluster's live pods serves the node view (what
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
@@ -454,9 +447,6 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 		}()
 	}
-	if s.queuesFromCluster {
-		go s.refreshQueues(ctx)
-	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -502,42 +492,6 @@ func (s *Server) firstNodeSync(ctx context.Context, synced chan<- struct{}) {
 			return
 		case <-time.After(wait):
 		}
-	}
-}
-
-// refreshQueues writes the Queues' status and re-reads them, swapping in
-// a changed tree as YARN's refreshQueues does. A tree that is not valid is logged and the
-// current one kept; so is the current one when the Queues disappear.
-func (s *Server) refreshQueues(ctx context.Context) {
-	t := time.NewTicker(s.cfg.QueueRefreshEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := s.writeQueueStatus(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("queue status not written", "err", err)
-		}
-		qs, objs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
-		if err == nil && objs != nil {
-			s.crds.Store(&objs) // a valid tree: queuesFromKubernetes walked it
-		}
-		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {
-			if err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("queues not refreshed", "err", err)
-			}
-			continue
-		}
-		tree, err := quota.NewTree(qs)
-		if err != nil {
-			s.cfg.Logger.Warn("queues not refreshed: the new tree is not valid", "err", err)
-			continue
-		}
-		s.queues = qs
-		s.Manager.SetQueues(tree)
-		s.cfg.Logger.Info("queues refreshed", "queues", len(qs))
 	}
 }
 

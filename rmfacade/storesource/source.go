@@ -7,6 +7,7 @@ package storesource
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -64,4 +65,13 @@ func New(store Store, opts Options) source.Source {
 // Request names a record for a reconciler: its id's string.
 func Request(id interface{ String() string }) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Name: id.String()}}
+}
+
+// RetryRateLimiter is how the controllers this package feeds (AM pods,
+// container pods, Queues) retry a request that failed: from 100ms,
+// doubling, up to 30s — a failed pod creation or deletion is tried again
+// within the seconds YARN users expect, never after the default
+// limiter's quarter of an hour.
+func RetryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 30*time.Second)
 }
