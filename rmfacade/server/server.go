@@ -24,6 +24,7 @@ import (
 	k8srest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
@@ -374,8 +375,14 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
+	// The controllers' series (reconciles, errors, workqueue depth and
+	// latency) are served beside the RM's own.
+	var metrics prometheus.Gatherer = s.metrics
+	if s.controllers != nil {
+		metrics = prometheus.Gatherers{s.metrics, ctrlmetrics.Registry}
+	}
 	restOpts := rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
-		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
+		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
 	if s.allocator != nil {
 		restOpts.Asks = s.allocator.Outstanding
 	}
