@@ -142,8 +142,8 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
-	// controllers runs the AM launcher and the container pods' controller
-	// (with Kubernetes).
+	// controllers runs the RM's controllers (with Kubernetes): the AM
+	// launcher, the container pods', the nodes' and the Queues'.
 	controllers       manager.Manager
 	nodes             *nodesync.Syncer
 	allocator         *allocator.Allocator
