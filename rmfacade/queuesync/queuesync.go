@@ -57,8 +57,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Reconciler reconciles the whole tree: there is one request, whichever
-// Queue changed, since a tree is valid or not as a whole.
+// Reconciler reconciles the whole tree, whichever Queue changed, since a
+// tree is valid or not as a whole: Request on a Queue's change,
+// StatusRequest on the RM's.
 type Reconciler struct {
 	mgr    *rm.Manager
 	client client.Client
@@ -75,8 +76,13 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// Request is the one request of the tree.
+// Request is the tree's request when a Queue changed: the tree is read
+// again, and the statuses written.
 var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: "queues"}}
+
+// StatusRequest is the tree's request when what the statuses count
+// changed: they are written, at most once each StatusEvery.
+var StatusRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "queue-status"}}
 
 // New returns a Reconciler over the tree the RM starts with, read from
 // the Queues objects (Read).
@@ -120,16 +126,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Complete(r)
 }
 
-// StoreSource is the tree's request on every change of what the statuses
-// count, and once at start.
+// StoreSource is the tree's request once at start, and the statuses' on
+// every change of what they count.
 func (r *Reconciler) StoreSource() source.Source {
-	one := []reconcile.Request{Request}
 	return storesource.New(r.mgr, storesource.Options{
-		Initial: func(*state.Snapshot) []reconcile.Request { return one },
+		Initial: func(*state.Snapshot) []reconcile.Request { return []reconcile.Request{Request} },
 		Changed: func(_ *state.Snapshot, c state.Change) []reconcile.Request {
 			switch c.Table {
 			case state.TableApplications, state.TableAttempts, state.TableContainers:
-				return one
+				return []reconcile.Request{StatusRequest}
 			}
 			return nil
 		},
@@ -147,9 +152,16 @@ const (
 // Reconcile swaps in the Queues' tree when it changed and is valid (else
 // logs why, keeps the current one and says so on the Queues), then writes
 // the statuses that changed, at most once each StatusEvery.
-func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.opts.Now()
+	wait := r.lastStatus.Add(r.opts.StatusEvery).Sub(now)
+	if req == StatusRequest && wait > 0 {
+		// The records change in bursts: the statuses follow them at
+		// most once each StatusEvery.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	var list v1alpha1.QueueList
 	if err := r.client.List(ctx, &list); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list queues: %w", err)
@@ -165,8 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	r.lastRefusal = refusal
-	now := r.opts.Now()
-	if wait := r.lastStatus.Add(r.opts.StatusEvery).Sub(now); wait > 0 {
+	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.writeStatus(ctx, list.Items, refusal, now); err != nil {

@@ -175,11 +175,11 @@ func TestStatus(t *testing.T) {
 	if got := c.queue("default").Status.PendingApplications; got != 0 {
 		t.Fatalf("status written %d after the last round: StatusEvery not kept", got)
 	}
-	if after := c.loop.Last[Request].RequeueAfter; after <= 0 || after > time.Second {
+	if after := c.loop.Last[StatusRequest].RequeueAfter; after <= 0 || after > time.Second {
 		t.Fatalf("held back for %v", after)
 	}
 	c.now = c.now.Add(time.Second)
-	c.loop.Add(Request)
+	c.loop.Add(StatusRequest)
 	c.loop.Drain()
 	def, root := c.queue("default").Status, c.queue("root").Status
 	if def.PendingApplications != 1 || root.PendingApplications != 1 || def.Used.Cpu().MilliValue() != 0 {
