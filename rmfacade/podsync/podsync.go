@@ -264,10 +264,14 @@ func Gone(ctx context.Context, api client.Reader, namespace string, id records.C
 	return pod == nil, err
 }
 
-// Delete removes a pod and its credentials Secret.
+// Delete removes a pod and its credentials Secret. A pod already being
+// deleted (its termination's updates wake the controllers again) is not
+// deleted again.
 func Delete(ctx context.Context, c client.Writer, pod *corev1.Pod) error {
-	if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	if pod.DeletionTimestamp == nil {
+		if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+		}
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.Secret == nil {

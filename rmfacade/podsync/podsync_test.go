@@ -8,10 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/records"
@@ -267,6 +269,55 @@ func TestLostAndExpiredContainers(t *testing.T) {
 		c.loop.Drain()
 		if got := c.container(unused); got.State != records.ContainerComplete || got.Diagnostics != "Container expired since it was unused" {
 			t.Fatalf("restarted %v: unused container after the expiry: %+v", restarted, got)
+		}
+	}
+}
+
+// Delete removes a pod and its Secret, and does not delete again a pod
+// already terminating.
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	for _, terminating := range []bool{false, true} {
+		var podDeletes int
+		c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if _, ok := obj.(*corev1.Pod); ok {
+					podDeletes++
+				}
+				return c.Delete(ctx, obj, opts...)
+			}}).Build()
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "s"}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: "p"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{{
+			Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}}}
+		if terminating {
+			pod.Finalizers = []string{"kubelet"} // what keeps a deleted pod while it stops
+		}
+		for _, o := range []client.Object{secret, pod} {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if terminating {
+			if err := c.Delete(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			podDeletes = 0
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || pod.DeletionTimestamp == nil {
+				t.Fatalf("pod not terminating: %v", err)
+			}
+		}
+		if err := Delete(ctx, c, pod); err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if terminating {
+			want = 0
+		}
+		if podDeletes != want {
+			t.Errorf("terminating %v: %d pod deletions, want %d", terminating, podDeletes, want)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); !apierrors.IsNotFound(err) {
+			t.Errorf("terminating %v: the Secret is left (%v)", terminating, err)
 		}
 	}
 }
