@@ -1,10 +1,14 @@
-// Package amlauncher starts ApplicationMasters on Kubernetes: for each
-// accepted application whose attempt waits to be scheduled, it creates
-// the AM's credentials Secret and its pod of the reclaimed class (high
-// tier), and records the attempt as launched.
+// Package amlauncher starts ApplicationMasters on Kubernetes, one
+// application attempt at a time: an attempt waiting to be scheduled gets
+// its AM's credentials Secret and pod of the reclaimed class (high tier)
+// and is recorded as launched; the AM pod's end fails the attempt (a
+// retry is scheduled while attempts remain), as YARN's RM does when an AM
+// container exits; the pods of finished attempts and applications are
+// removed. Task containers' pods are podsync's.
 package amlauncher
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,14 +17,21 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/rmfacade/podsync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
 )
@@ -46,66 +57,188 @@ type Options struct {
 	ClusterID string
 	// NMPort and NMHTTPPort are the node plugin's ports on every node.
 	NMPort, NMHTTPPort int32
-	// ContainerAllocationExpiry is how long a container handed to its AM
-	// may go without a pod before it is ended as unused
-	// (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms,
-	// default 10 minutes), so capacity an AM never used — it died, or a
-	// grant was lost with an RM that restarted — returns to the cluster.
+	// ContainerAllocationExpiry is podsync's (Options of the same name),
+	// carried here with the rest of the pods' configuration.
 	ContainerAllocationExpiry time.Duration
+	// APIReader reads straight from the API server (the manager's
+	// GetAPIReader): an AM pod missing from the cache is confirmed gone
+	// there before its attempt is failed. Default: the client.
+	APIReader client.Reader
+	// Workers is how many attempts are reconciled at once (default 4).
+	Workers int
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
-// Launcher launches AM pods.
+// Launcher reconciles one application attempt (a request named by its
+// attempt id) with its AM pod.
 type Launcher struct {
 	mgr    *rm.Manager
-	pods   kubernetes.Interface
+	client client.Client
 	tokens AMTokens
 	opts   Options
 }
 
-// New returns a launcher.
-func New(mgr *rm.Manager, client kubernetes.Interface, tokens AMTokens, opts Options) *Launcher {
+var _ reconcile.Reconciler = (*Launcher)(nil)
+
+// New returns a launcher writing through c, which reads pods from the
+// manager's cache.
+func New(mgr *rm.Manager, c client.Client, tokens AMTokens, opts Options) *Launcher {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.ClusterID == "" {
-		opts.ClusterID = "weft"
-	}
-	if opts.ContainerAllocationExpiry <= 0 {
-		opts.ContainerAllocationExpiry = 10 * time.Minute
+	opts.ClusterID = cmp.Or(opts.ClusterID, "weft")
+	opts.Workers = cmp.Or(opts.Workers, 4)
+	if opts.APIReader == nil {
+		opts.APIReader = c
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Launcher{mgr: mgr, pods: client, tokens: tokens, opts: opts}
+	return &Launcher{mgr: mgr, client: c, tokens: tokens, opts: opts}
 }
 
-// Reconcile brings Kubernetes and the RM's records together, level-based
-// and idempotent: AM pods that ended fail their attempts (a retry is
-// scheduled while attempts remain), finished applications lose their pods
-// and credentials, and attempts waiting for an AM container get one.
-func (l *Launcher) Reconcile(ctx context.Context) error {
-	firstErr := l.syncPods(ctx)
+// SetupWithManager runs the launcher under mgr: an attempt is reconciled
+// when its record or its application's changes, and when its AM pod
+// does.
+func (l *Launcher) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("am-launcher").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(l.PodRequests)).
+		WatchesRawSource(l.StoreSource()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: l.opts.Workers, RateLimiter: storesource.RetryRateLimiter()}).
+		Complete(l)
+}
+
+// PodRequests maps an AM pod of this RM's to its attempt.
+func (l *Launcher) PodRequests(_ context.Context, o client.Object) []reconcile.Request {
+	if id, ok := podsync.ContainerOf(o, l.opts.Namespace, l.opts.ClusterID); ok && id.ID == 1 {
+		return []reconcile.Request{storesource.Request(id.Attempt)}
+	}
+	return nil
+}
+
+// StoreSource is the attempts the RM's records concern.
+func (l *Launcher) StoreSource() source.Source {
+	return storesource.New(l.mgr, storesource.Options{Initial: initial, Changed: changed})
+}
+
+// initial are the current attempts of the applications not yet final:
+// the ones a restarted RM launches, or finds ended while no RM watched.
+func initial(snap *state.Snapshot) []reconcile.Request {
+	var out []reconcile.Request
+	for _, app := range snap.Applications(state.ApplicationFilter{}) {
+		if !app.State.Terminal() && app.CurrentAttempt != 0 {
+			out = append(out, storesource.Request(records.AttemptID{App: app.ID, ID: app.CurrentAttempt}))
+		}
+	}
+	return out
+}
+
+// changed maps a change to the attempts it concerns: an attempt's own
+// record, and its application's current one when the application changes
+// (killed, finished, removed).
+func changed(_ *state.Snapshot, c state.Change) []reconcile.Request {
+	switch c.Table {
+	case state.TableAttempts:
+		if a, ok := cmp.Or(c.After, c.Before).(*records.Attempt); ok {
+			return []reconcile.Request{storesource.Request(a.ID)}
+		}
+	case state.TableApplications:
+		if a, ok := cmp.Or(c.After, c.Before).(*records.Application); ok && a.CurrentAttempt != 0 {
+			return []reconcile.Request{storesource.Request(records.AttemptID{App: a.ID, ID: a.CurrentAttempt})}
+		}
+	}
+	return nil
+}
+
+// Reconcile brings an attempt and its AM pod together, idempotently: an
+// attempt waiting for its AM container gets one; an AM pod that ended
+// fails its attempt (an AM that exits without unregistering has failed,
+// even with exit code 0); the AM pod of an attempt or application that is
+// over is removed with its credentials; an AM still running a while after
+// it unregistered is stopped, as YARN stops it.
+func (l *Launcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	id, err := records.ParseAttemptID(req.Name)
+	if err != nil {
+		return reconcile.Result{}, nil // not an attempt's: nothing to do, ever
+	}
 	snap := l.mgr.Snapshot()
-	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted}}) {
-		if app.UnmanagedAM {
-			continue // its owner runs the AM
-		}
-		id := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
-		att := snap.Attempt(id)
-		if att == nil || att.State != records.AttemptScheduled {
-			continue
-		}
+	app, att := snap.Application(id.App), snap.Attempt(id)
+	container := records.ContainerID{Attempt: id, ID: 1}
+	pod, err := podsync.CachedPod(ctx, l.client, l.opts.Namespace, container)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if pod != nil {
+		return l.withPod(ctx, snap, id, app, att, pod)
+	}
+	if app == nil || app.UnmanagedAM || app.CurrentAttempt != id.ID || att == nil {
+		return reconcile.Result{}, nil // its owner runs the AM, or nothing is left to run
+	}
+	switch {
+	case app.State == records.AppAccepted && att.State == records.AttemptScheduled:
 		if err := l.launch(ctx, app, id); err != nil {
 			l.opts.Logger.Warn("AM launch failed", "attempt", id.String(), "err", err)
-			if firstErr == nil {
-				firstErr = err
+			return reconcile.Result{}, err
+		}
+	case (app.State == records.AppAccepted || app.State == records.AppRunning) &&
+		(att.State == records.AttemptLaunched || att.State == records.AttemptRunning || att.State == records.AttemptFinishing):
+		// An AM whose pod is gone has exited: a retry, or the end of an
+		// unregistered (FINISHING) attempt — once the API server confirms
+		// what the cache says (a pod created an instant ago may not be in
+		// it yet).
+		if gone, err := podsync.Gone(ctx, l.opts.APIReader, l.opts.Namespace, container); err != nil || !gone {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, l.mgr.AMExited(ctx, id, records.ExitAborted, "Diagnostics: the AM container's pod was deleted")
+	}
+	return reconcile.Result{}, nil
+}
+
+// withPod reconciles an attempt whose AM pod exists.
+func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records.AttemptID, app *records.Application,
+	att *records.Attempt, pod *corev1.Pod) (reconcile.Result, error) {
+	if app == nil || app.State.Terminal() {
+		// Finished, killed or forgotten: nothing of it may keep running.
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+	}
+	cid := records.ContainerID{Attempt: id, ID: 1}
+	if att == nil || id.ID != app.CurrentAttempt {
+		// The AM of an attempt that failed (it timed out, or its
+		// container was lost and a retry began): stopped, as YARN stops
+		// a failed attempt's AM container.
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+	}
+	if pod.Spec.NodeName != "" {
+		node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
+		if c := snap.Container(cid); c == nil || c.Node != node {
+			err := l.mgr.AMContainerPlaced(ctx, cid, node, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMHTTPPort), app.AMResource)
+			if err != nil {
+				return reconcile.Result{}, err
 			}
 		}
 	}
-	return firstErr
+	var result reconcile.Result
+	if att.State == records.AttemptFinishing {
+		// Unregistered but still running: stopped after a grace, as YARN
+		// does.
+		left := time.UnixMilli(att.FinishTime).Add(finishingGrace).Sub(l.opts.Now())
+		if left < 0 {
+			return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+		}
+		result.RequeueAfter = left + time.Millisecond
+	}
+	if code, diag, st := translator.PodOutcome(pod); st == records.ContainerComplete {
+		// An AM that exits without unregistering has failed, even with
+		// exit code 0.
+		if err := l.mgr.AMExited(ctx, id, code, "Diagnostics: "+diag); err != nil {
+			return reconcile.Result{}, err
+		}
+		// The ended pod has told its story; the next attempt gets its own.
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+	}
+	return result, nil
 }
 
 func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt records.AttemptID) error {
@@ -154,171 +287,19 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 	if err != nil {
 		return err
 	}
-	if _, err := l.pods.CoreV1().Secrets(l.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := l.client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create credentials of %s: %w", container, err)
 	}
-	if _, err := l.pods.CoreV1().Pods(l.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := l.client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create AM pod of %s: %w", container, err)
 	}
 	l.opts.Logger.Info("AM pod created", "attempt", attempt.String(), "pod", pod.Name)
 	return l.mgr.AMLaunched(ctx, attempt, container)
 }
 
-// syncPods reads Weft's pods back into the records.
-func (l *Launcher) syncPods(ctx context.Context) error {
-	pods, err := l.pods.CoreV1().Pods(l.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: translator.Selector(l.opts.ClusterID)})
-	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
-	snap := l.mgr.Snapshot()
-	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	seen := map[records.ContainerID]bool{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		appID, err := records.ParseApplicationID(pod.Labels[translator.LabelApp])
-		if err != nil {
-			continue
-		}
-		app := snap.Application(appID)
-		if app == nil || app.State.Terminal() {
-			// Finished, killed or forgotten: nothing of it may keep running.
-			keep(l.delete(ctx, pod))
-			continue
-		}
-		cid, err := records.ParseContainerID(pod.Labels[translator.LabelContainer])
-		if err != nil {
-			continue
-		}
-		seen[cid] = true
-		if cid.ID != 1 {
-			keep(l.syncContainer(ctx, snap, app, cid, pod))
-			continue
-		}
-		attempt := cid.Attempt
-		if attempt.ID != app.CurrentAttempt {
-			// The AM of an attempt that failed (it timed out, or its
-			// container was lost and a retry began): stopped, as YARN
-			// stops a failed attempt's AM container.
-			keep(l.delete(ctx, pod))
-			continue
-		}
-		if pod.Spec.NodeName != "" {
-			node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
-			if c := snap.Container(cid); c == nil || c.Node != node {
-				keep(l.mgr.AMContainerPlaced(ctx, cid, node, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMHTTPPort), app.AMResource))
-			}
-		}
-		if att := snap.Attempt(attempt); att != nil && att.State == records.AttemptFinishing &&
-			l.opts.Now().Sub(time.UnixMilli(att.FinishTime)) > finishingGrace {
-			// Unregistered but still running: stop it, as YARN does.
-			keep(l.delete(ctx, pod))
-			continue
-		}
-		if code, diag, st := translator.PodOutcome(pod); st == records.ContainerComplete {
-			// An AM that exits without unregistering has failed, even with
-			// exit code 0.
-			keep(l.mgr.AMExited(ctx, attempt, code, "Diagnostics: "+diag))
-			// The ended pod has told its story; the next attempt gets its own.
-			keep(l.delete(ctx, pod))
-		}
-	}
-	// An AM whose pod is gone has exited: a retry, or the end of an
-	// unregistered (FINISHING) attempt.
-	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted, records.AppRunning}}) {
-		if app.UnmanagedAM || app.CurrentAttempt == 0 {
-			continue
-		}
-		id := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
-		att := snap.Attempt(id)
-		if att == nil || (att.State != records.AttemptLaunched && att.State != records.AttemptRunning && att.State != records.AttemptFinishing) {
-			continue
-		}
-		if !seen[records.ContainerID{Attempt: id, ID: 1}] {
-			keep(l.mgr.AMExited(ctx, id, records.ExitAborted, "Diagnostics: the AM container's pod was deleted"))
-		}
-	}
-	// A running container whose pod is gone was lost with it (evicted,
-	// deleted, its node gone). One its AM was given but never started
-	// expires, as YARN's ContainerAllocationExpirer ends it.
-	now := l.opts.Now()
-	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
-		for _, c := range snap.ContainersOfApp(app.ID) {
-			if c.ID.ID == 1 || seen[c.ID] {
-				continue
-			}
-			switch {
-			case c.State == records.ContainerRunning:
-				_, err := l.mgr.CompleteContainer(ctx, c.ID, records.ExitAborted, "Container's pod was deleted")
-				keep(err)
-			case c.State == records.ContainerNew && c.Acquired && now.Sub(time.UnixMilli(c.StartTime)) > l.opts.ContainerAllocationExpiry:
-				_, err := l.mgr.CompleteContainer(ctx, c.ID, records.ExitAborted, "Container expired since it was unused")
-				keep(err)
-			}
-		}
-	}
-	return firstErr
-}
-
 // finishingGrace is how long an AM may run after unregistering before its
 // pod is stopped (clients fetch the job's final state from it meanwhile).
 const finishingGrace = time.Minute
-
-// completedPodRetention is how long the pod of a completed container is
-// kept for its logs and status, as a NodeManager keeps a stopped
-// container's (yarn.nodemanager.duration-to-track-stopped-containers).
-const completedPodRetention = 2 * time.Minute
-
-// syncContainer reads a task container's pod into its record, and removes
-// pods whose container the RM has ended (released by the AM, or of an
-// attempt that is over).
-func (l *Launcher) syncContainer(ctx context.Context, snap *state.Snapshot, app *records.Application, id records.ContainerID, pod *corev1.Pod) error {
-	c := snap.Container(id)
-	if c == nil {
-		return l.delete(ctx, pod) // no grant stands behind it
-	}
-	code, diag, st := translator.PodOutcome(pod)
-	if c.State != records.ContainerComplete && id.Attempt.ID != app.CurrentAttempt && !app.KeepContainers {
-		if _, err := l.mgr.CompleteContainer(ctx, id, records.ExitAborted, "Container of a completed attempt"); err != nil {
-			return err
-		}
-		return l.delete(ctx, pod)
-	}
-	switch {
-	case c.State == records.ContainerComplete && st != records.ContainerComplete:
-		return l.delete(ctx, pod)
-	case c.State == records.ContainerComplete:
-		if l.opts.Now().Sub(time.UnixMilli(c.FinishTime)) > completedPodRetention {
-			return l.delete(ctx, pod)
-		}
-	case st == records.ContainerComplete:
-		_, err := l.mgr.CompleteContainer(ctx, id, code, diag)
-		return err
-	case st == records.ContainerRunning && c.State == records.ContainerNew:
-		return l.mgr.ContainerRunning(ctx, id)
-	}
-	return nil
-}
-
-// delete removes a pod and its credentials Secret.
-func (l *Launcher) delete(ctx context.Context, pod *corev1.Pod) error {
-	if err := l.pods.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil {
-			err := l.pods.CoreV1().Secrets(pod.Namespace).Delete(ctx, v.Secret.SecretName, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete secret %s: %w", v.Secret.SecretName, err)
-			}
-		}
-	}
-	return nil
-}
 
 // secretName names a container's launch Secret.
 func secretName(c records.ContainerID) string { return translator.SecretName(c.String()) }

@@ -10,8 +10,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
@@ -19,6 +21,8 @@ import (
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/storesource"
+	"github.com/weft-sh/weft/rmfacade/storesource/storesourcetest"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
 )
@@ -36,13 +40,51 @@ func newManager(t *testing.T, opts rm.Options) *rm.Manager {
 	return rm.New(st, tree, opts)
 }
 
+// harness is the launcher's controller over a fake API server: requests
+// from the store's changes and from the pods, reconciled until none is
+// left.
+type harness struct {
+	t      *testing.T
+	client client.Client
+	l      *Launcher
+	loop   *storesourcetest.Loop
+}
+
+func newHarness(t *testing.T, mgr *rm.Manager, tokens AMTokens, opts Options) *harness {
+	h := &harness{t: t, client: fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()}
+	h.restart(mgr, tokens, opts)
+	return h
+}
+
+// restart is a new controller over the same records and pods: it starts
+// from what they hold.
+func (h *harness) restart(mgr *rm.Manager, tokens AMTokens, opts Options) {
+	h.l = New(mgr, h.client, tokens, opts)
+	h.loop = storesourcetest.Start(h.t, h.l, h.l.StoreSource())
+}
+
+// settle delivers the pods' events and reconciles until nothing is left.
+func (h *harness) settle() {
+	h.t.Helper()
+	h.loop.SettlePods(h.client, h.l.PodRequests)
+}
+
+func (h *harness) pods(ns string, labels client.MatchingLabels) []corev1.Pod {
+	h.t.Helper()
+	var list corev1.PodList
+	if err := h.client.List(context.Background(), &list, client.InNamespace(ns), labels); err != nil {
+		h.t.Fatal(err)
+	}
+	return list.Items
+}
+
 func TestLaunchAM(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mgr := newManager(t, rm.Options{Logger: quiet})
 	tokens := amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef"))
-	client := fake.NewSimpleClientset()
-	l := New(mgr, client, tokens, Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1",
-		JavaHome: "/opt/java"}, SchedulerName: "weft-scheduler", SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
+	opts := Options{Namespace: "weft-jobs", Profile: translator.Katalyst, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1",
+		JavaHome: "/opt/java"}, SchedulerName: "weft-scheduler", SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet}
+	h := newHarness(t, mgr, tokens, opts)
 	ctx := context.Background()
 
 	// The client's own tokens, as YarnClient puts them in the launch context.
@@ -67,16 +109,17 @@ func TestLaunchAM(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for range 2 { // reconciling twice changes nothing the second time
-		if err := l.Reconcile(ctx); err != nil {
-			t.Fatal(err)
-		}
+	h.settle()
+	// Reconciling again, or a restarted controller starting from the
+	// records, changes nothing.
+	h.loop.Add(storesource.Request(records.AttemptID{App: managed, ID: 1}))
+	h.restart(mgr, tokens, opts)
+	h.settle()
+	pods := h.pods("weft-jobs", nil)
+	if len(pods) != 1 {
+		t.Fatalf("%d pods, want only the managed app's AM", len(pods))
 	}
-	pods, _ := client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{})
-	if len(pods.Items) != 1 {
-		t.Fatalf("%d pods, want only the managed app's AM", len(pods.Items))
-	}
-	pod := pods.Items[0]
+	pod := pods[0]
 	container := records.ContainerID{Attempt: records.AttemptID{App: managed, ID: 1}, ID: 1}
 	if pod.Name != translator.PodName(container.String()) || pod.Labels[translator.LabelTier] != "high" ||
 		pod.Labels[translator.LabelApp] != managed.String() || pod.Spec.PriorityClassName != "weft-high" ||
@@ -109,8 +152,8 @@ func TestLaunchAM(t *testing.T) {
 	if secretVolume == nil {
 		t.Fatal("no credentials volume")
 	}
-	secret, err := client.CoreV1().Secrets("weft-jobs").Get(ctx, secretVolume.SecretName, metav1.GetOptions{})
-	if err != nil {
+	var secret corev1.Secret
+	if err := h.client.Get(ctx, types.NamespacedName{Namespace: "weft-jobs", Name: secretVolume.SecretName}, &secret); err != nil {
 		t.Fatal(err)
 	}
 	creds, err := credentials.Parse(secret.Data[translator.TokenFileKey])
@@ -135,54 +178,53 @@ func TestLaunchAM(t *testing.T) {
 	}
 }
 
-func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := newManager(t, rm.Options{Logger: quiet})
-	client := fake.NewSimpleClientset()
-	l := New(mgr, client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")),
-		Options{Namespace: "jobs", Profile: translator.Plain, SchedulerAddr: "rm:8030", Logger: quiet})
-	ctx := context.Background()
-	raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"exit 1"}}})
-	submit := func(attempts int32) records.ApplicationID {
-		id := mgr.NewApplicationID()
-		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", MaxAttempts: attempts, Raw: raw,
-			AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
-			t.Fatal(err)
-		}
-		return id
+// submitAM submits an application of alice's whose AM runs command.
+func submitAM(t *testing.T, mgr *rm.Manager, maxAttempts int32, command string) records.ApplicationID {
+	t.Helper()
+	raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{command}}})
+	id := mgr.NewApplicationID()
+	if err := mgr.Submit(context.Background(), rm.Submission{ID: id, User: "alice", MaxAttempts: maxAttempts, Raw: raw,
+		AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
+		t.Fatal(err)
 	}
+	return id
+}
+
+// newPlain is a launcher of the plain profile in namespace jobs over a
+// Manager of its own; clock and api may be nil.
+func newPlain(t *testing.T, clock func() time.Time, api client.Reader) (*rm.Manager, *harness) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := newManager(t, rm.Options{Logger: quiet, Now: clock})
+	return mgr, newHarness(t, mgr, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")), Options{Namespace: "jobs",
+		Profile: translator.Plain, SchedulerAddr: "rm:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet, Now: clock, APIReader: api})
+}
+
+func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
+	mgr, h := newPlain(t, nil, nil)
+	ctx := context.Background()
+	submit := func(attempts int32) records.ApplicationID { return submitAM(t, mgr, attempts, "exit 1") }
 	podsOf := func(app records.ApplicationID) []corev1.Pod {
-		list, err := client.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app.String()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list.Items
+		return h.pods("jobs", client.MatchingLabels{translator.LabelApp: app.String()})
 	}
 	// fail plays the kubelet: the AM's container exits with code.
 	fail := func(pod corev1.Pod, code int32) {
 		pod.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: "AM crashed"}}}}}
-		if _, err := client.CoreV1().Pods("jobs").UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+		if err := h.client.Status().Update(ctx, &pod); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	app := submit(2)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.settle()
 	fail(podsOf(app)[0], 1)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.settle()
 	pods := podsOf(app)
 	if len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
 		t.Fatalf("after the first failure: %d pods %v", len(pods), pods)
 	}
 	fail(pods[0], 3)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.settle()
 	a, _ := mgr.Application(app)
 	if a.State != records.AppFailed || !strings.Contains(a.Diagnostics, "exitCode: 3") || !strings.Contains(a.Diagnostics, "AM crashed") {
 		t.Fatalf("after the last failure: %+v", a)
@@ -191,91 +233,130 @@ func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
 		t.Fatalf("%d pods left of a failed application", n)
 	}
 
-	// Killing a running application removes its pods and credentials.
+	// Killing a running application removes its pods and credentials:
+	// the kill, a change of the records, is all the controller is told.
 	killed := submit(1)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h.settle()
 	if len(podsOf(killed)) != 1 {
 		t.Fatal("AM pod not created")
 	}
 	if _, err := mgr.Kill(ctx, killed, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Reconcile(ctx); err != nil {
+	h.loop.Drain()
+	var secrets corev1.SecretList
+	if err := h.client.List(ctx, &secrets); err != nil {
 		t.Fatal(err)
 	}
-	secrets, _ := client.CoreV1().Secrets("jobs").List(ctx, metav1.ListOptions{})
 	if len(podsOf(killed)) != 0 || len(secrets.Items) != 0 {
 		t.Fatalf("after kill: %d pods, %d secrets", len(podsOf(killed)), len(secrets.Items))
 	}
 }
 
-// TestExpiredAMAndUnusedContainers: the running AM pod of an attempt that
-// timed out is stopped and the next attempt gets its own; a container its
-// AM was handed but never started ends as unused once the allocation
-// expiry has passed (YARN's ContainerAllocationExpirer), not before.
-func TestExpiredAMAndUnusedContainers(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	now := time.Unix(1_700_000_000, 0)
-	clock := func() time.Time { return now }
-	mgr := newManager(t, rm.Options{Logger: quiet, Now: clock})
-	client := fake.NewSimpleClientset()
-	l := New(mgr, client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")),
-		Options{Namespace: "jobs", Profile: translator.Plain, SchedulerAddr: "rm:8030", Logger: quiet, Now: clock,
-			ContainerAllocationExpiry: 10 * time.Minute})
+// An AM pod deleted from under its attempt fails it as ABORTED, which
+// does not count against the attempts (a retry even with maxAttempts 1) —
+// but only once the API server confirms the pod gone: a pod the cache has
+// not seen yet is not a deleted one.
+func TestDeletedAMPod(t *testing.T) {
+	api := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	mgr, h := newPlain(t, nil, api)
 	ctx := context.Background()
-	raw, _ := proto.Marshal(&yarnpb.ApplicationSubmissionContextProto{AmContainerSpec: &yarnpb.ContainerLaunchContextProto{Command: []string{"am"}}})
-	app := mgr.NewApplicationID()
-	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", MaxAttempts: 2, Raw: raw, AMResource: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
-		t.Fatal(err)
-	}
+	app := submitAM(t, mgr, 1, "am")
+	h.settle()
 	first := records.AttemptID{App: app, ID: 1}
-	if err := l.Reconcile(ctx); err != nil {
+	pod := h.pods("jobs", nil)[0]
+	inAPI := pod.DeepCopy()
+	inAPI.ResourceVersion = ""
+	if err := api.Create(ctx, inAPI); err != nil { // the API server has it, the cache not
 		t.Fatal(err)
 	}
+	if err := h.client.Delete(ctx, &pod); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Add(storesource.Request(first))
+	h.loop.Drain()
+	if att := mgr.Snapshot().Attempt(first); att.State != records.AttemptLaunched {
+		t.Fatalf("attempt failed on the cache's word alone: %+v", att)
+	}
+	if err := api.Delete(ctx, &pod); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Add(storesource.Request(first))
+	h.settle()
+	a, _ := mgr.Application(app)
+	if att := mgr.Snapshot().Attempt(first); att.State != records.AttemptFailed || a.CurrentAttempt != 2 ||
+		!strings.Contains(att.Diagnostics, "exitCode: -100") || !strings.Contains(att.Diagnostics, "the AM container's pod was deleted") {
+		t.Fatalf("after the pod's deletion: attempt %+v, application %+v", att, a)
+	}
+	if pods := h.pods("jobs", nil); len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+		t.Fatalf("pods after the retry: %v", pods)
+	}
+}
+
+// An AM that unregistered is placed on its node, then stopped a minute
+// later if it still runs (the controller asks to be woken then), and its
+// attempt ends with the application FINISHED.
+func TestFinishingAMStoppedAfterGrace(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	mgr, h := newPlain(t, func() time.Time { return now }, nil)
+	ctx := context.Background()
+	app := submitAM(t, mgr, 0, "am")
+	h.settle()
+	id := records.AttemptID{App: app, ID: 1}
+	pod := h.pods("jobs", nil)[0]
+	pod.Spec.NodeName = "n1"
+	if err := h.client.Update(ctx, &pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	if err := h.client.Status().Update(ctx, &pod); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if c := mgr.Snapshot().Container(records.ContainerID{Attempt: id, ID: 1}); c == nil || c.Node != "n1:8041" || c.NodeHTTP != "n1:8042" {
+		t.Fatalf("AM container not placed: %+v", c)
+	}
+	if _, err := mgr.RegisterAM(ctx, id, "n1", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.FinishAM(ctx, id, records.FinalSucceeded, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	h.loop.Drain()
+	req := storesource.Request(id)
+	if after := h.loop.Last[req].RequeueAfter; after <= 0 || after > finishingGrace+time.Millisecond {
+		t.Fatalf("a finishing AM asks to be looked at again in %v", after)
+	}
+	if len(h.pods("jobs", nil)) != 1 {
+		t.Fatal("the AM was stopped before its grace ended")
+	}
+	now = now.Add(finishingGrace + time.Second)
+	h.loop.Add(req)
+	h.settle()
+	a, _ := mgr.Application(app)
+	if n := len(h.pods("jobs", nil)); n != 0 || a.State != records.AppFinished || a.FinalStatus != records.FinalSucceeded {
+		t.Fatalf("after the grace: %d pods, application %s/%s", n, a.State, a.FinalStatus)
+	}
+}
+
+// The running AM pod of an attempt that timed out is stopped and the next
+// attempt gets its own.
+func TestExpiredAM(t *testing.T) {
+	mgr, h := newPlain(t, nil, nil)
+	ctx := context.Background()
+	app := submitAM(t, mgr, 2, "am")
+	first := records.AttemptID{App: app, ID: 1}
+	h.settle()
 	if _, err := mgr.RegisterAM(ctx, first, "h", 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := mgr.PutNode(&records.Node{ID: "n:8041", State: records.NodeRunning, Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
-		t.Fatal(err)
-	}
-	granted, err := mgr.AllocateContainers(ctx, first, []rm.Grant{{Node: "n:8041", Resource: records.Resource{MemoryMB: 1024, VCores: 1}}})
-	if err != nil || len(granted) != 1 {
-		t.Fatalf("grant: %v %v", granted, err)
-	}
-	if _, err := mgr.AcquireContainers(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	unused := granted[0].ID
-
-	now = now.Add(9 * time.Minute)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if c := mgr.Snapshot().Container(unused); c.State == records.ContainerComplete {
-		t.Fatalf("container ended before its allocation expired: %+v", c)
-	}
-	now = now.Add(2 * time.Minute)
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if c := mgr.Snapshot().Container(unused); c.State != records.ContainerComplete || c.Diagnostics != "Container expired since it was unused" {
-		t.Fatalf("unused container after the expiry: %+v", c)
-	}
-
 	// The AM goes silent: its attempt expires while its pod still runs.
 	if err := mgr.AMExpired(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Reconcile(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := client.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 1 || pods.Items[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
-		t.Fatalf("pods after the first attempt expired: %v", pods.Items)
+	h.settle()
+	pods := h.pods("jobs", client.MatchingLabels{translator.LabelApp: app.String()})
+	if len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+		t.Fatalf("pods after the first attempt expired: %v", pods)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,6 +49,8 @@ type Options struct {
 	CapacityStaleAfter time.Duration
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Syncer copies nodes from Kubernetes into the RM.
@@ -62,20 +65,27 @@ type Syncer struct {
 }
 
 // New returns a Syncer; Run starts its watches.
-func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) *Syncer {
-	// Watches, not lists: a sync each second must not make the API server
-	// serialize every pod of the cluster each second.
+// Its pod informer, when shared, must not have started: New indexes the
+// pods by node on it.
+func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	// Watches, not lists: a node's sync reads its pods from an index.
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
 	pods, own := opts.Pods, opts.Pods == nil
 	if own {
 		pods = LivePods(client)
+	}
+	if err := pods.AddIndexers(cache.Indexers{byNode: podNode}); err != nil {
+		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
 	s := &Syncer{mgr: mgr, opts: opts, nodeInformer: nodes, podInformer: pods, ownPods: own,
 		nodes: corelisters.NewNodeLister(nodes.GetIndexer()), pods: corelisters.NewPodLister(pods.GetIndexer())}
 	if opts.Profile.CapacityFromCNR && opts.CNR != nil {
 		s.cnrInformer = dynamicinformer.NewFilteredDynamicInformer(opts.CNR, CNRResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	}
-	return s
+	return s, nil
 }
 
 // KubeNode returns the Kubernetes node of a name, as last seen.
@@ -96,7 +106,8 @@ func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {
 // node, named as the node).
 var CNRResource = schema.GroupVersionResource{Group: "node.katalyst.kubewharf.io", Version: "v1alpha1", Resource: "customnoderesources"}
 
-// Run watches nodes and pods (and CNRs) until ctx ends.
+// Run watches nodes and pods (and CNRs) until ctx ends: the informers a
+// Syncer's controller is fed from (SetupWithManager).
 func (s *Syncer) Run(ctx context.Context) {
 	if s.cnrInformer != nil {
 		go s.cnrInformer.Run(ctx.Done())
@@ -183,8 +194,9 @@ func cnrAllocatable(obj any) corev1.ResourceList {
 	return out
 }
 
-// Sync updates the RM's nodes from what the watches hold, once they have
-// listed everything.
+// Sync updates every node of the RM from what the watches hold, once they
+// have listed everything: the first pass, after which the allocator may
+// place containers; Reconcile keeps each node current after it.
 func (s *Syncer) Sync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
 		return fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
@@ -193,27 +205,89 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	podList, err := s.pods.List(labels.Everything())
-	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+	live := map[string]bool{}
+	for _, n := range nodeList {
+		live[s.nodeID(n.Name)] = true
+		if _, err := s.syncNode(n.Name); err != nil {
+			return err
+		}
 	}
-	// Sums in bytes and millicores, converted once per node: rounding
-	// each pod to whole vcores would overstate what small pods hold.
+	for _, n := range s.mgr.Snapshot().Nodes() {
+		if !live[n.ID] {
+			if _, err := s.syncNode(n.Host); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nodeID is the YARN NodeId of a Kubernetes node.
+func (s *Syncer) nodeID(name string) string { return fmt.Sprintf("%s:%d", name, s.opts.NMPort) }
+
+// podsOn are the live pods bound to a node.
+func (s *Syncer) podsOn(name string) ([]*corev1.Pod, error) {
+	objs, err := s.podInformer.GetIndexer().ByIndex(byNode, name)
+	if err != nil {
+		return nil, fmt.Errorf("pods on %s: %w", name, err)
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// byNode indexes the pods by the node they are bound to.
+const byNode = "weft.io/node"
+
+func podNode(obj any) ([]string, error) {
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		return []string{p.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+// syncNode writes one node into the RM from what the watches hold: its
+// capability, what Weft's pods and the others' hold there, its health;
+// or, once the Node is gone, the YARN node LOST. It returns when the
+// node's record goes stale with no event to say so — the agent's
+// heartbeat or measurement ages past CapacityStaleAfter, a cooldown ends —
+// or zero.
+func (s *Syncer) syncNode(name string) (time.Duration, error) {
+	id := s.nodeID(name)
+	prev := s.mgr.Snapshot().Node(id)
+	n, err := s.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		if prev != nil && prev.State != records.NodeLost {
+			lost := *prev
+			lost.State, lost.HealthReport = records.NodeLost, "node removed from the cluster"
+			return 0, s.mgr.PutNode(&lost)
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("node %s: %w", name, err)
+	}
+	pods, err := s.podsOn(name)
+	if err != nil {
+		return 0, err
+	}
+	// Sums in bytes and millicores, converted once: rounding each pod to
+	// whole vcores would overstate what small pods hold.
 	type sum struct{ bytes, milli int64 }
-	occupied, used, count := map[string]sum{}, map[string]sum{}, map[string]int32{}
-	for _, p := range podList {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		into := occupied
+	var occupied, used sum
+	var count int32
+	for _, p := range pods {
+		into := &occupied
 		if s.isWeft(p) {
-			into = used
-			count[p.Spec.NodeName]++
+			into = &used
+			count++
 		}
-		acc := into[p.Spec.NodeName]
 		b, m := s.opts.Profile.PodAmounts(p)
-		acc.bytes, acc.milli = acc.bytes+b, acc.milli+m
-		into[p.Spec.NodeName] = acc
+		into.bytes, into.milli = into.bytes+b, into.milli+m
 	}
 	vcore := s.opts.Profile.VCoreMilli()
 	// What others hold is rounded up, what Weft holds to the nearest.
@@ -224,53 +298,67 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 		return r
 	}
-	instant := time.Now()
+	instant := s.opts.Now()
 	now := instant.UnixMilli()
-	live := map[string]bool{}
-	prev := s.mgr.Snapshot()
-	for _, n := range nodeList {
-		id := fmt.Sprintf("%s:%d", n.Name, s.opts.NMPort)
-		live[id] = true
-		capBytes, capMilli := s.opts.Profile.Amounts(s.allocatable(n, instant))
-		rec := &records.Node{
-			ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
-			State: records.NodeRunning, HealthReport: "Healthy",
-			// In YARN's units: whole vcores, MiB.
-			Capability: records.Resource{MemoryMB: capBytes >> 20, VCores: int32(capMilli / vcore)},
-			Used:       toRecords(used[n.Name], false), Occupied: toRecords(occupied[n.Name], true),
-			NumContainers: count[n.Name], LastHealthUpdate: now,
-		}
-		if p := prev.Node(id); p != nil {
-			rec.CooldownUntil = p.CooldownUntil
-		}
-		rec.Utilization = s.utilization(n, instant)
-		held := sum{bytes: used[n.Name].bytes + occupied[n.Name].bytes, milli: used[n.Name].milli + occupied[n.Name].milli}
-		if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
-			// The reclaimable capacity fell below what Weft and the others
-			// hold: the online load took capacity back.
-			rec.CooldownUntil = now + s.opts.Cooldown.Milliseconds()
-		}
-		switch {
-		case !ready(n) || n.Spec.Unschedulable || unavailable(n):
-			rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
-		case rec.CooldownUntil > now:
-			rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
-				": the online load grew into the capacity Weft held"
-		}
-		if err := s.mgr.PutNode(rec); err != nil {
-			return err
+	capBytes, capMilli := s.opts.Profile.Amounts(s.allocatable(n, instant))
+	rec := &records.Node{
+		ID: id, Host: n.Name, Port: s.opts.NMPort, Rack: rack(n), HTTPAddress: fmt.Sprintf("%s:%d", n.Name, s.opts.NMHTTPPort),
+		State: records.NodeRunning, HealthReport: "Healthy",
+		// In YARN's units: whole vcores, MiB.
+		Capability: records.Resource{MemoryMB: capBytes >> 20, VCores: int32(capMilli / vcore)},
+		Used:       toRecords(used, false), Occupied: toRecords(occupied, true),
+		NumContainers: count, LastHealthUpdate: now,
+	}
+	if prev != nil {
+		rec.CooldownUntil = prev.CooldownUntil
+	}
+	rec.Utilization = s.utilization(n, instant)
+	held := sum{bytes: used.bytes + occupied.bytes, milli: used.milli + occupied.milli}
+	if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
+		// The reclaimable capacity fell below what Weft and the others
+		// hold: the online load took capacity back.
+		rec.CooldownUntil = now + s.opts.Cooldown.Milliseconds()
+	}
+	switch {
+	case !ready(n) || n.Spec.Unschedulable || unavailable(n):
+		rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
+	case rec.CooldownUntil > now:
+		rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
+			": the online load grew into the capacity Weft held"
+	}
+	if err := s.mgr.PutNode(rec); err != nil {
+		return 0, err
+	}
+	return s.staleIn(n, rec, instant), nil
+}
+
+// staleIn is how long until what was read of n no longer holds with no
+// event to say so: the end of its cooldown, or the agent's heartbeat or
+// measurement ageing past CapacityStaleAfter; zero when nothing will.
+func (s *Syncer) staleIn(n *corev1.Node, rec *records.Node, now time.Time) time.Duration {
+	var next time.Duration
+	soonest := func(at time.Time) {
+		if d := at.Sub(now); d > 0 && (next == 0 || d < next) {
+			next = d
 		}
 	}
-	for _, n := range prev.Nodes() {
-		if !live[n.ID] && n.State != records.NodeLost {
-			lost := *n
-			lost.State, lost.HealthReport = records.NodeLost, "node removed from the cluster"
-			if err := s.mgr.PutNode(&lost); err != nil {
-				return err
-			}
+	if rec.CooldownUntil > 0 {
+		soonest(time.UnixMilli(rec.CooldownUntil))
+	}
+	if key := s.opts.Profile.CapacityHeartbeat; key != "" {
+		if at, err := time.Parse(time.RFC3339, n.Annotations[key]); err == nil {
+			soonest(at.Add(s.staleAfter()))
 		}
 	}
-	return nil
+	if v, ok := n.Annotations[translator.AnnotationUtilization]; ok {
+		if u, err := translator.ParseNodeUtilization(v); err == nil {
+			soonest(u.At.Add(s.staleAfter()))
+		}
+	}
+	if next > 0 {
+		next += time.Second // past the instant, with the heartbeat's whole seconds
+	}
+	return next
 }
 
 // isWeft tells the pods whose capacity Weft accounts for itself: this

@@ -120,6 +120,23 @@ func TestCapacityFromCNR(t *testing.T) {
 // RM's state.
 func syncOnce(t *testing.T, client *fake.Clientset, opts Options) *state.Snapshot {
 	t.Helper()
+	mgr := newRM(t)
+	s, err := New(mgr, client, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return mgr.Snapshot()
+}
+
+// newRM is an RM over a store of its own and the default queues.
+func newRM(t *testing.T) *rm.Manager {
+	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -129,15 +146,7 @@ func syncOnce(t *testing.T, client *fake.Clientset, opts Options) *state.Snapsho
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := rm.New(st, tree, rm.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	s := New(mgr, client, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	if err := s.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return mgr.Snapshot()
+	return rm.New(st, tree, rm.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // A node whose capacity falls below what Weft and the others hold (the

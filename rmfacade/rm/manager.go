@@ -392,3 +392,9 @@ func (m *Manager) modifyUnfinished(id records.ApplicationID, user, finishedForma
 func (m *Manager) PutNode(n *records.Node) error {
 	return m.store.Update(func(w *state.WriteTxn) error { return w.PutNode(n) })
 }
+
+// Subscribe follows the store's committed changes (state.Store.Subscribe):
+// what the controllers acting on the RM's records are woken by.
+func (m *Manager) Subscribe(fn func(*state.Snapshot, []state.Change)) (cancel func()) {
+	return m.store.Subscribe(fn)
+}

@@ -12,10 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/quota"
@@ -35,6 +35,8 @@ import (
 	"github.com/weft-sh/weft/rmfacade/clientrm"
 	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
+	"github.com/weft-sh/weft/rmfacade/podsync"
+	"github.com/weft-sh/weft/rmfacade/queuesync"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -82,11 +84,6 @@ type Config struct {
 	// Launcher configures AM pods; its SchedulerAddr defaults to
 	// SchedulerAddr.
 	Launcher amlauncher.Options
-	// ReconcileEvery is how often the launcher reconciles (default 1s).
-	ReconcileEvery time.Duration
-	// QueueRefreshEvery is how often a tree read from the cluster's Queues
-	// is read again (default 5s).
-	QueueRefreshEvery time.Duration
 	// NMKeySecret ("namespace/name"), with Kubernetes, holds the master key
 	// of container tokens and NMTokens in a Secret the RM creates when
 	// missing and node plugins read. It wins over NMKeyFile.
@@ -131,12 +128,6 @@ func (c *Config) setDefaults() {
 	if c.RM.Logger == nil {
 		c.RM.Logger = c.Logger
 	}
-	if c.ReconcileEvery <= 0 {
-		c.ReconcileEvery = time.Second
-	}
-	if c.QueueRefreshEvery <= 0 {
-		c.QueueRefreshEvery = 5 * time.Second
-	}
 	if c.Launcher.SchedulerName == "" {
 		c.Launcher.SchedulerName = podbinder.DefaultSchedulerName
 	}
@@ -151,23 +142,25 @@ type Server struct {
 	store   *state.Store
 	Manager *rm.Manager
 
-	launcher          *amlauncher.Launcher
+	// controllers runs the RM's controllers (with Kubernetes): the AM
+	// launcher, the container pods', the nodes' and the Queues'.
+	controllers       manager.Manager
 	nodes             *nodesync.Syncer
 	allocator         *allocator.Allocator
 	binder            *podbinder.Binder
 	pods              cache.SharedIndexInformer
 	queuesFromCluster bool
-	queues            []quota.QueueConfig
-	queueStatus       map[string]string // last status written per Queue
-	ipc, amIPC        *ipc.Server
-	am                *amrm.Service
-	web               *http.Server
+	// queueSync follows the cluster's Queue objects when the tree comes
+	// from them.
+	queueSync *queuesync.Reconciler
+	// crds are the Queue objects the tree was first read from, if it was.
+	crds       []v1alpha1.Queue
+	ipc, amIPC *ipc.Server
+	am         *amrm.Service
+	web        *http.Server
 	// metrics holds the RM's Prometheus series (and Go's, the process's).
 	metrics            *prometheus.Registry
 	lnIPC, lnAM, lnWeb net.Listener
-	// crds are the Queue objects the tree was read from, if it was: their
-	// absolute quotas and time windows are the scheduler's.
-	crds atomic.Pointer[[]v1alpha1.Queue]
 	// fenced is closed when the state store in the API server stops
 	// writing (another RM leads); nil for the embedded store.
 	fenced <-chan struct{}
@@ -180,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 	var crds []v1alpha1.Queue
 	if fromCluster {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		qs, objs, err := queuesFromKubernetes(ctx, cfg.Kubernetes)
+		qs, objs, err := queuesync.Read(ctx, cfg.Kubernetes)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -202,8 +195,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, queues: cfg.Queues,
-		queueStatus: map[string]string{}, metrics: prometheus.NewRegistry(), fenced: fenced}
+	s := &Server{cfg: cfg, store: store, Manager: rm.New(store, tree, cfg.RM), queuesFromCluster: fromCluster, crds: crds,
+		metrics: prometheus.NewRegistry(), fenced: fenced}
 	recovered, err := s.Manager.Recover(context.Background())
 	if err != nil {
 		store.Close()
@@ -214,9 +207,6 @@ func New(cfg Config) (*Server, error) {
 			"containers", recovered.Containers, "droppedUnacquired", recovered.Dropped, "removedCompleted", recovered.Removed)
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if crds != nil {
-		s.crds.Store(&crds)
-	}
 	if err := s.init(); err != nil {
 		store.Close()
 		return nil, err
@@ -331,7 +321,22 @@ func (s *Server) init() error {
 		if opts.Logger == nil {
 			opts.Logger = s.cfg.Logger
 		}
-		s.launcher = amlauncher.New(s.Manager, client, amTokens, opts)
+		if s.controllers, err = s.newControllerManager(); err != nil {
+			return err
+		}
+		kc, api := s.controllers.GetClient(), s.controllers.GetAPIReader()
+		opts.APIReader = api
+		if err := amlauncher.New(s.Manager, kc, amTokens, opts).SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("AM launcher: %w", err)
+		}
+		containers := podsync.New(s.Manager, kc, podsync.Options{Namespace: opts.Namespace, ClusterID: opts.ClusterID,
+			ContainerAllocationExpiry: opts.ContainerAllocationExpiry, APIReader: api, Logger: opts.Logger})
+		if err := containers.SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("container pods: %w", err)
+		}
+		if err := s.setupQueueSync(); err != nil {
+			return err
+		}
 		// One watch of the cluster's live pods serves the node view (what
 		// others hold) and the binder (which of Weft's wait).
 		s.pods = nodesync.LivePods(client)
@@ -343,7 +348,12 @@ func (s *Server) init() error {
 				return fmt.Errorf("kubernetes client: %w", err)
 			}
 		}
-		s.nodes = nodesync.New(s.Manager, client, nopts)
+		if s.nodes, err = nodesync.New(s.Manager, client, nopts); err != nil {
+			return err
+		}
+		if err := s.nodes.SetupWithManager(s.controllers); err != nil {
+			return fmt.Errorf("node sync: %w", err)
+		}
 		// Weft's scheduler binds the pods that name it: AM pods, and any
 		// other pod placed by its queue and tier labels.
 		s.binder, err = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Workers: s.cfg.BindParallelism,
@@ -365,8 +375,14 @@ func (s *Server) init() error {
 	if err != nil {
 		return err
 	}
+	// The controllers' series (reconciles, errors, workqueue depth and
+	// latency) are served beside the RM's own.
+	var metrics prometheus.Gatherer = s.metrics
+	if s.controllers != nil {
+		metrics = prometheus.Gatherers{s.metrics, ctrlmetrics.Registry}
+	}
 	restOpts := rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
-		Metrics: promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
+		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
 	if s.allocator != nil {
 		restOpts.Asks = s.allocator.Outstanding
 	}
@@ -400,18 +416,28 @@ func (s *Server) WebAddr() string       { return s.lnWeb.Addr().String() }
 
 // Serve serves until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context) error {
-	errc := make(chan error, 3)
+	// Everything started here stops when Serve returns, whatever the cause.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 4)
+	controllersDone := make(chan struct{})
 	go func() { errc <- s.ipc.Serve(s.lnIPC) }()
 	go func() { errc <- s.amIPC.Serve(s.lnAM) }()
 	go func() { errc <- s.web.Serve(s.lnWeb) }()
 	go s.am.Run(ctx)
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
-	if s.launcher != nil {
+	if s.controllers != nil {
 		synced := make(chan struct{})
 		go s.pods.Run(ctx.Done())
 		go s.nodes.Run(ctx)
-		go s.reconcile(ctx, synced)
+		go s.firstNodeSync(ctx, synced)
+		go func() {
+			defer close(controllersDone)
+			if err := s.controllers.Start(ctx); err != nil {
+				errc <- fmt.Errorf("controllers: %w", err)
+			}
+		}()
 		go s.binder.Run(ctx)
 		go func() {
 			// Until the nodes are read and the watch has listed the pods,
@@ -428,9 +454,6 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 		}()
 	}
-	if s.queuesFromCluster {
-		go s.refreshQueues(ctx)
-	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -445,6 +468,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.ipc.Shutdown(shutdownCtx)
 	s.amIPC.Shutdown(shutdownCtx)
 	s.web.Shutdown(shutdownCtx)
+	stop()
+	if s.controllers != nil {
+		<-controllersDone // no reconcile writes to the store once it is closed
+	}
 	s.store.Close()
 	if errors.Is(err, ipc.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -452,63 +479,26 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// reconcile runs the AM launcher until ctx ends. It is level-based, so a
-// missed change is caught on the next tick.
-func (s *Server) reconcile(ctx context.Context, nodesSynced chan<- struct{}) {
-	t := time.NewTicker(s.cfg.ReconcileEvery)
-	defer t.Stop()
-	for {
-		if err := s.nodes.Sync(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("node sync", "err", err)
-		} else if nodesSynced != nil {
+// firstNodeSync reads every node into the RM once the watches have listed
+// them, retrying until it succeeds, then closes synced: the allocator's
+// first cycle waits for it. The nodes controller keeps them current after.
+func (s *Server) firstNodeSync(ctx context.Context, synced chan<- struct{}) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := s.nodes.Sync(ctx)
+		if err == nil {
 			s.cfg.Logger.Info("nodes synced", "nodes", len(s.Manager.Snapshot().Nodes()))
-			close(nodesSynced)
-			nodesSynced = nil
+			close(synced)
+			return
 		}
-		if err := s.launcher.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("AM launcher", "err", err)
+		if ctx.Err() != nil {
+			return
 		}
+		s.cfg.Logger.Warn("node sync", "err", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
-	}
-}
-
-// refreshQueues writes the Queues' status and re-reads them, swapping in
-// a changed tree as YARN's refreshQueues does. A tree that is not valid is logged and the
-// current one kept; so is the current one when the Queues disappear.
-func (s *Server) refreshQueues(ctx context.Context) {
-	t := time.NewTicker(s.cfg.QueueRefreshEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := s.writeQueueStatus(ctx); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("queue status not written", "err", err)
-		}
-		qs, objs, err := queuesFromKubernetes(ctx, s.cfg.Kubernetes)
-		if err == nil && objs != nil {
-			s.crds.Store(&objs) // a valid tree: queuesFromKubernetes walked it
-		}
-		if err != nil || qs == nil || reflect.DeepEqual(qs, s.queues) {
-			if err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("queues not refreshed", "err", err)
-			}
-			continue
-		}
-		tree, err := quota.NewTree(qs)
-		if err != nil {
-			s.cfg.Logger.Warn("queues not refreshed: the new tree is not valid", "err", err)
-			continue
-		}
-		s.queues = qs
-		s.Manager.SetQueues(tree)
-		s.cfg.Logger.Info("queues refreshed", "queues", len(qs))
 	}
 }
 

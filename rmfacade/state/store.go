@@ -37,6 +37,41 @@ type Store struct {
 	// writeMu makes the durable commit and the memdb commit one step, so
 	// the order of durable writes is the order readers observe.
 	writeMu sync.Mutex
+	// watchers are told of every committed write (Subscribe), under
+	// writeMu; watchSeq names the next one.
+	watchers map[int]func(*Snapshot, []Change)
+	watchSeq int
+}
+
+// Change is one record a committed write transaction inserted, replaced
+// or deleted: Before is nil for an insert, After for a deletion. Records
+// are shared and must not be modified.
+type Change struct {
+	Table         string
+	Before, After any
+}
+
+// Subscribe calls fn after every write transaction that commits changes,
+// with a snapshot of the store as that transaction left it and the
+// changes it made (several writes of one record collapsed into one), in
+// commit order: the changes a controller's workqueue is fed from, in the
+// place of a periodic full read of the tables. fn runs while writers
+// wait, so it must not block nor write to the store. The returned func
+// ends the subscription.
+func (s *Store) Subscribe(fn func(*Snapshot, []Change)) (cancel func()) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.watchers == nil {
+		s.watchers = map[int]func(*Snapshot, []Change){}
+	}
+	id := s.watchSeq
+	s.watchSeq++
+	s.watchers[id] = fn
+	return func() {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		delete(s.watchers, id)
+	}
 }
 
 // Open builds a store from what durable holds.
@@ -82,6 +117,9 @@ func (s *Store) Update(fn func(*WriteTxn) error) error {
 	defer s.writeMu.Unlock()
 	w := &WriteTxn{reader: reader{tx: s.db.Txn(true)}}
 	defer w.tx.Abort()
+	if len(s.watchers) > 0 {
+		w.tx.TrackChanges()
+	}
 	if err := fn(w); err != nil {
 		return err
 	}
@@ -91,6 +129,16 @@ func (s *Store) Update(fn func(*WriteTxn) error) error {
 		}
 	}
 	w.tx.Commit()
+	if changes := w.tx.Changes(); len(changes) > 0 && len(s.watchers) > 0 {
+		out := make([]Change, len(changes))
+		for i, c := range changes {
+			out[i] = Change{Table: c.Table, Before: c.Before, After: c.After}
+		}
+		snap := s.Snapshot()
+		for _, fn := range s.watchers {
+			fn(snap, out)
+		}
+	}
 	return nil
 }
 

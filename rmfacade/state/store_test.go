@@ -255,3 +255,56 @@ func TestDeleteApplication(t *testing.T) {
 	defer s.Close()
 	check("after the restart")
 }
+
+// Subscribers see each committed write once, after it is visible, with
+// what it changed; a failed write and a cancelled subscription tell them
+// nothing.
+func TestSubscribe(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	type seen struct {
+		tables []string
+		state  records.AppState // of application 1 in the snapshot handed over
+	}
+	var got []seen
+	cancel := s.Subscribe(func(snap *Snapshot, changes []Change) {
+		var tables []string
+		for _, c := range changes {
+			tables = append(tables, c.Table)
+		}
+		slices.Sort(tables)
+		var st records.AppState
+		if a := snap.Application(app(1, "", "", "", "").ID); a != nil {
+			st = a.State
+		}
+		got = append(got, seen{tables, st})
+	})
+	write := func(fn func(*WriteTxn) error) {
+		t.Helper()
+		if err := s.Update(fn); err != nil && err.Error() != "refused" {
+			t.Fatal(err)
+		}
+	}
+	write(func(w *WriteTxn) error {
+		if err := w.PutApplication(app(1, records.AppAccepted, "default", "alice", "YARN")); err != nil {
+			return err
+		}
+		// Two writes of one record are one change.
+		if err := w.PutApplication(app(1, records.AppRunning, "default", "alice", "YARN")); err != nil {
+			return err
+		}
+		return w.PutNode(&records.Node{ID: "n:8041", State: records.NodeRunning})
+	})
+	write(func(w *WriteTxn) error {
+		w.PutApplication(app(1, records.AppKilled, "default", "alice", "YARN"))
+		return errors.New("refused")
+	})
+	write(func(*WriteTxn) error { return nil }) // changes nothing
+	write(func(w *WriteTxn) error { return w.DeleteNode("n:8041") })
+	cancel()
+	write(func(w *WriteTxn) error { return w.DeleteApplication(app(1, "", "", "", "").ID) })
+	want := []seen{{[]string{TableApplications, TableNodes}, records.AppRunning}, {[]string{TableNodes}, records.AppRunning}}
+	if !slices.EqualFunc(got, want, func(a, b seen) bool { return slices.Equal(a.tables, b.tables) && a.state == b.state }) {
+		t.Fatalf("subscriber saw %+v, want %+v", got, want)
+	}
+}

@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/quota"
@@ -36,6 +38,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/test/kube/images"
@@ -403,7 +406,11 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		tree, _ := quota.NewTree(quota.DefaultQueues)
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		mgr := rm.New(st, tree, rm.Options{Logger: quiet})
-		launcher := amlauncher.New(mgr, cluster.Client, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")), amlauncher.Options{
+		// The launcher's reconciler through a client without a cache: what
+		// it reads is the API server's.
+		kc, err := client.New(cluster.Config, client.Options{Scheme: clientgoscheme.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		launcher := amlauncher.New(mgr, kc, amrm.NewTokens(mgr, []byte("0123456789abcdef0123456789abcdef")), amlauncher.Options{
 			Namespace: "weft-jobs", Profile: translator.Plain, Runtime: translator.Runtime{Image: "weft/hadoop:3.4.1", JavaHome: "/opt/java"},
 			SchedulerName: "weft-scheduler", SchedulerAddr: "weft-rm.weft-system:8030", NMPort: 8041, NMHTTPPort: 8042, Logger: quiet})
 
@@ -414,9 +421,10 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		id := mgr.NewApplicationID()
 		Expect(mgr.Submit(ctx, rm.Submission{ID: id, User: "alice@EXAMPLE.COM", Raw: raw,
 			AMResource: records.Resource{MemoryMB: 1536, VCores: 1}})).To(Succeed())
-		Expect(launcher.Reconcile(ctx)).To(Succeed())
-
 		container := records.ContainerID{Attempt: records.AttemptID{App: id, ID: 1}, ID: 1}
+		_, err = launcher.Reconcile(ctx, storesource.Request(container.Attempt))
+		Expect(err).NotTo(HaveOccurred())
+
 		pod, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, translator.PodName(container.String()), metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		// Priority admission resolved the tier's class to the same value.
@@ -428,7 +436,8 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 
 		_, err = mgr.Kill(ctx, id, "alice@EXAMPLE.COM", "")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(launcher.Reconcile(ctx)).To(Succeed())
+		_, err = launcher.Reconcile(ctx, storesource.Request(container.Attempt))
+		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() bool {
 			_, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, pod.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)

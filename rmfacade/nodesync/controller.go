@@ -1,0 +1,73 @@
+package nodesync
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+var _ reconcile.Reconciler = (*Syncer)(nil)
+
+// Reconcile updates one YARN node (a request named by the Kubernetes
+// node's name) from what the watches hold, as a NodeManager's heartbeat
+// updates its node in YARN's RM, and asks to be woken when what it read
+// goes stale on its own (a cooldown's end, an agent's heartbeat ageing).
+func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+		return reconcile.Result{}, fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
+	}
+	after, err := s.syncNode(req.Name)
+	return reconcile.Result{RequeueAfter: after}, err
+}
+
+// SetupWithManager runs the Syncer under mgr, fed by its own informers
+// (Run runs them): a node is reconciled when its Node, its CNR or a pod
+// bound to it changes in a way that moves its numbers.
+func (s *Syncer) SetupWithManager(mgr manager.Manager) error {
+	b := builder.ControllerManagedBy(mgr).Named("nodes").
+		WatchesRawSource(&source.Informer{Informer: s.nodeInformer, Handler: &handler.EnqueueRequestForObject{}}).
+		WatchesRawSource(&source.Informer{Informer: s.podInformer, Handler: handler.EnqueueRequestsFromMapFunc(PodNode),
+			Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: s.podMoved}}}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	if s.cnrInformer != nil {
+		b = b.WatchesRawSource(&source.Informer{Informer: s.cnrInformer, Handler: &handler.EnqueueRequestForObject{}})
+	}
+	return b.Complete(s)
+}
+
+// PodNode maps a pod to the node it is bound to.
+func PodNode(_ context.Context, o client.Object) []reconcile.Request {
+	if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: p.Spec.NodeName}}}
+	}
+	return nil
+}
+
+// podMoved tells a pod update that changes its node's numbers: it was
+// bound, or what it holds or whose it is changed. Status updates, the
+// bulk of a pod's events, do not.
+func (s *Syncer) podMoved(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*corev1.Pod)
+	after, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 || after.Spec.NodeName == "" {
+		return false
+	}
+	if before.Spec.NodeName != after.Spec.NodeName || s.isWeft(before) != s.isWeft(after) {
+		return true
+	}
+	bb, bm := s.opts.Profile.PodAmounts(before)
+	ab, am := s.opts.Profile.PodAmounts(after)
+	return bb != ab || bm != am
+}

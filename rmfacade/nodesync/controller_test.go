@@ -1,0 +1,152 @@
+package nodesync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/translator"
+)
+
+// running is a Syncer over a fake cluster, its watches running.
+type running struct {
+	t      *testing.T
+	s      *Syncer
+	mgr    *rm.Manager
+	client *fake.Clientset
+}
+
+func start(t *testing.T, opts Options, objs ...*corev1.Node) *running {
+	t.Helper()
+	r := &running{t: t, mgr: newRM(t), client: fake.NewClientset()}
+	for _, n := range objs {
+		r.client.Tracker().Add(n)
+	}
+	var err error
+	if r.s, err = New(r.mgr, r.client, opts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go r.s.Run(ctx)
+	if err := r.s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// reconcile reconciles a node once the watches show what seen wants.
+func (r *running) reconcile(name string, seen func() bool) reconcile.Result {
+	r.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !seen(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatal("the watch never showed the change")
+		}
+	}
+	res, err := r.s.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+func (r *running) node(name string) *records.Node { return r.mgr.Snapshot().Node(name + ":8041") }
+
+// A node is reconciled alone from the watches: a pod bound to it adds to
+// what Weft uses there, and a Node deleted leaves its YARN node LOST.
+func TestReconcileNode(t *testing.T) {
+	r := start(t, Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041},
+		node("a", true, nil), node("b", true, nil))
+	if n := r.node("a"); n == nil || n.Capability != (records.Resource{MemoryMB: 16 << 10, VCores: 8}) || n.Used != (records.Resource{}) {
+		t.Fatalf("after the first sync: %+v", n)
+	}
+	ctx := context.Background()
+	p := pod("task", "a", "weft-scheduler", nil, "2", "3Gi")
+	if _, err := r.client.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.reconcile("a", func() bool { pods, _ := r.s.podsOn("a"); return len(pods) == 1 })
+	if n := r.node("a"); n.Used != (records.Resource{MemoryMB: 3 << 10, VCores: 2}) || n.NumContainers != 1 {
+		t.Errorf("after a pod was bound: %+v", n)
+	}
+	if err := r.client.CoreV1().Nodes().Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.reconcile("b", func() bool { _, ok := r.s.KubeNode("b"); return !ok })
+	if n := r.node("b"); n.State != records.NodeLost {
+		t.Errorf("after its Node was deleted: %+v", n)
+	}
+}
+
+// A node whose agent's heartbeat will age past CapacityStaleAfter asks to
+// be reconciled then, and is then read as offering nothing, with no
+// event to tell of it.
+func TestReconcileWhenHeartbeatAges(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	clock := now
+	published := node("a", true, func(n *corev1.Node) {
+		n.Status.Allocatable[translator.ReclaimedCPU] = resource.MustParse("6000")
+		n.Status.Allocatable[translator.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
+		n.Annotations = map[string]string{translator.AnnotationReclaimedAt: now.Add(-10 * time.Second).UTC().Format(time.RFC3339)}
+	})
+	r := start(t, Options{ClusterID: "weft", Profile: translator.Weft, NMPort: 8041, CapacityStaleAfter: time.Minute,
+		Now: func() time.Time { return clock }}, published)
+	res := r.reconcile("a", func() bool { return true })
+	if want := 51 * time.Second; res.RequeueAfter != want {
+		t.Errorf("reconcile again in %v, want %v (when the heartbeat is a minute old)", res.RequeueAfter, want)
+	}
+	if n := r.node("a"); n.Capability != (records.Resource{MemoryMB: 12 << 10, VCores: 6}) {
+		t.Fatalf("fresh: %+v", n)
+	}
+	clock = clock.Add(res.RequeueAfter)
+	if res := r.reconcile("a", func() bool { return true }); res.RequeueAfter != 0 {
+		t.Errorf("a stale node asks to be reconciled again in %v", res.RequeueAfter)
+	}
+	if n := r.node("a"); n.Capability != (records.Resource{}) {
+		t.Errorf("stale: %+v, want no capability", n)
+	}
+}
+
+// Pod updates wake their node only when its numbers move.
+func TestPodMoved(t *testing.T) {
+	s := &Syncer{opts: Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain}}
+	base := pod("p", "a", "default-scheduler", nil, "1", "1Gi")
+	tests := []struct {
+		name   string
+		change func(*corev1.Pod)
+		want   bool
+	}{
+		{"status only", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; p.Status.PodIP = "10.0.0.1" }, false},
+		{"bound", nil, true},
+		{"resized", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+		}, true},
+		{"became this RM's container", func(p *corev1.Pod) {
+			p.Labels = map[string]string{translator.LabelRM: "weft", translator.LabelContainer: "container_1700000000000_0001_01_000002"}
+		}, true},
+		{"unbound", func(p *corev1.Pod) { p.Spec.NodeName = "" }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := base.DeepCopy(), base.DeepCopy()
+			if tc.change == nil {
+				before.Spec.NodeName = ""
+			} else {
+				tc.change(after)
+			}
+			if got := s.podMoved(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != tc.want {
+				t.Errorf("podMoved = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
