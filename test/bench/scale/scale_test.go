@@ -151,3 +151,17 @@ func TestWriteQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCycles reads the allocator's log lines as slog's text handler
+// writes them, other lines ignored.
+func TestParseCycles(t *testing.T) {
+	logs := `time=2026-11-26T04:29:16.497Z level=INFO msg="application accepted" app=application_1_0100 count=7
+time=2026-11-26T04:29:16.584Z level=INFO msg="granted containers" count=100 pending=100 build=41ms decide=27ms grant=12ms
+time=2026-11-26T04:29:21.223Z level=INFO msg="granted containers" count=9900 pending=9900 build=685ms decide=1.933s grant=2.021s
+time=2026-11-26T04:29:22.000Z level=INFO msg="granted containers" count=1 pending=1 build=6ms decide=0s grant=1ms`
+	got := parseCycles(logs)
+	want := cycleTimes{count: 10001, build: 732 * time.Millisecond, decide: 1960 * time.Millisecond}
+	if got != want {
+		t.Errorf("parseCycles = %+v, want %+v", got, want)
+	}
+}
