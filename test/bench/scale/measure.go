@@ -132,12 +132,16 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	logFrom := len(rm.Logs())
 	t0 = time.Now()
 	fillCtx, cancel := context.WithTimeout(ctx, o.phaseTimeout)
+	var granted atomic.Int64
+	go progress(fillCtx, &granted, o.apps*o.containers)
 	err = eachAM(fillCtx, ams, func(ctx context.Context, a *am) error {
 		asks := ask(int32(o.containers))
 		for len(a.held) < o.containers {
-			if _, _, err := a.allocate(ctx, asks, nil); err != nil {
+			n, _, err := a.allocate(ctx, asks, nil)
+			if err != nil {
 				return err
 			}
+			granted.Add(int64(n))
 			asks = nil
 			if len(a.held) < o.containers {
 				if err := sleep(ctx, o.heartbeat); err != nil {
@@ -199,6 +203,22 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 		took.Seconds(), len(res.latencies), res.callRate, ms(percentile(res.latencies, 50)), ms(percentile(res.latencies, 99)),
 		ms(percentile(res.askToGrant, 50)), ms(percentile(res.askToGrantPolled, 50)), mib(res.rssSteady), res.cpu)
 	return res, nil
+}
+
+// progress prints how many containers are granted every 15 s until ctx
+// ends, so that a long fill shows it is moving.
+func progress(ctx context.Context, granted *atomic.Int64, want int) {
+	start := time.Now()
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fmt.Printf("   … %d of %d containers granted after %.0fs\n", granted.Load(), want, time.Since(start).Seconds())
+		}
+	}
 }
 
 // steady runs the heartbeat phase, recording into res.
