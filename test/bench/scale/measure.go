@@ -190,7 +190,12 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	}
 	t0 = time.Now()
 	if err := steady(ctx, o, ams, res); err != nil {
-		return nil, fmt.Errorf("steady: %w", err)
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// What the AMs measured until then is still printed.
+		res.reached = fmt.Sprintf("the heartbeats failed: %v", err)
+		fmt.Printf("   NOT carried: %s\n", res.reached)
 	}
 	took := time.Since(t0)
 	cpu1, err := e2e.ProcessCPU(rm.PID())
