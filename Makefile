@@ -89,6 +89,7 @@ bench:
 	$(GO) run ./test/bench/tide
 	$(GO) run ./test/bench/failover
 	$(GO) run ./test/bench/retention
+	$(GO) run ./test/bench/scale
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

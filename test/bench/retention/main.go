@@ -22,15 +22,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,7 +87,7 @@ func run(apps, clients, sample, warmup int) error {
 	)
 	start := time.Now()
 	record := func(n int) {
-		rss, err := rssOf(rm.PID())
+		rss, err := e2e.ProcessRSS(rm.PID())
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && first == nil {
@@ -143,7 +138,7 @@ func run(apps, clients, sample, warmup int) error {
 			AppsKilled    int `json:"appsKilled"`
 		} `json:"clusterMetrics"`
 	}
-	if err := getJSON("http://"+rm.WebAddr+"/ws/v1/cluster/metrics", &metrics); err != nil {
+	if err := e2e.GetJSON("http://"+rm.WebAddr+"/ws/v1/cluster/metrics", &metrics); err != nil {
 		return err
 	}
 	var listed struct {
@@ -151,7 +146,7 @@ func run(apps, clients, sample, warmup int) error {
 			App []struct{ ID string } `json:"app"`
 		} `json:"apps"`
 	}
-	if err := getJSON("http://"+rm.WebAddr+"/ws/v1/cluster/apps", &listed); err != nil {
+	if err := e2e.GetJSON("http://"+rm.WebAddr+"/ws/v1/cluster/apps", &listed); err != nil {
 		return err
 	}
 
@@ -206,33 +201,4 @@ func submitAndKill(ctx context.Context, c *ipc.Client) error {
 		return err
 	}
 	return call("forceKillApplication", &yarnpb.KillApplicationRequestProto{ApplicationId: id}, &yarnpb.KillApplicationResponseProto{})
-}
-
-// rssOf is a process's resident set (VmRSS) in bytes.
-func rssOf(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
-func getJSON(url string, v any) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
 }

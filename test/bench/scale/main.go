@@ -1,0 +1,194 @@
+// Command scale measures weft-rm at a real cluster's size (issue 18):
+// 10,000 nodes, 1,000 applications across 20 queues holding 100
+// containers each (100,000 in all), and their 1,000 AMs heartbeating at
+// YARN's default interval of 1 s through the real IPC server. It prints
+// weft-rm's resident memory, allocate's latency at the client, the
+// scheduler's decisions per second with the plan checked and applied, and
+// the time from an ask to its grant — for today's code and, measured the
+// same way in the same run, for a baseline revision built from a
+// temporary git worktree, so that the gain is a ratio.
+//
+// weft-rm runs as a process, built from each revision's ./cmd/weft-rm,
+// and is driven only through its protocols, so the benchmark works on any
+// revision that speaks them:
+//
+//   - Nodes come from Kubernetes, as on a cluster: weft-rm is given a
+//     kubeconfig (profile plain: a node offers its allocatable) naming a
+//     stand-in API server at the process boundary (kubeapi.go, which says
+//     why not a real one here) that serves the 10,000 Ready nodes to
+//     weft-rm's node watch, and no pods.
+//   - Applications are unmanaged AMs over the real protocols: submitted
+//     over the client protocol (Hadoop IPC, SIMPLE auth) to one of the
+//     queues in turn, registered over the AM protocol with their
+//     attempt's AMRMToken (TOKEN/DIGEST-MD5), each on its own connection.
+//   - Each AM asks for its containers (1 GiB, 1 vcore) and heartbeats
+//     every -heartbeat until it holds them all. The containers are
+//     granted and acquired — what YARN's RM counts as allocated, with
+//     container tokens and NMTokens issued — but not started: no node
+//     plugin runs them as pods, so the launcher's and the node watch's
+//     pod work is not part of what is measured (see the README).
+//   - Then, for -steady, every AM heartbeats every -heartbeat, as
+//     AMRMClientAsync does (the next call a heartbeat after the last one
+//     returned), with an empty ask; allocate's latency is each call's
+//     round trip at the client. Every -probe, one AM asks for one more
+//     container and releases it once granted: ask→grant on a heartbeating
+//     AM is from the call carrying the ask to the response carrying the
+//     grant (heartbeat-bound, as for any YARN AM), and "polled" is the
+//     same with that AM calling every 10 ms after its ask, which leaves
+//     the RM's own time.
+//
+// Decisions per second are the RM's own numbers, read from its
+// Prometheus endpoint before and after the AMs' asks: containers granted
+// (weft_containers_granted_total) over the time its cycles spent from
+// start to the plan checked and applied in memory
+// (weft_scheduling_decision_seconds: building the scheduler's view of
+// every node, application and container, deciding, and ApplyPlan's
+// check), before grants are written. RSS is /proc/PID/status VmRSS,
+// sampled each second; its largest value is printed.
+//
+//	go run ./test/bench/scale [-nodes 10000] [-apps 1000] [-containers 100] [-queues 20] [-baseline 502a525]
+//	go run ./test/bench/scale -nodes 1000 -apps 100 -steady 20s   # quick
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the benchmark's sizes and phases.
+type options struct {
+	nodes, apps, containers, queues int
+	heartbeat, steady, probe        time.Duration
+	// phaseTimeout ends a phase a revision cannot finish; what it
+	// reached is printed.
+	phaseTimeout time.Duration
+	logs         string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 10000, "nodes (32 CPUs, 256 GiB each)")
+	flag.IntVar(&o.apps, "apps", 1000, "applications, each an unmanaged AM")
+	flag.IntVar(&o.containers, "containers", 100, "containers each application holds")
+	flag.IntVar(&o.queues, "queues", 20, "leaf queues, equal shares; applications go to them in turn")
+	flag.DurationVar(&o.heartbeat, "heartbeat", time.Second, "AM heartbeat interval (yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms, AMRMClientAsync's)")
+	flag.DurationVar(&o.steady, "steady", 30*time.Second, "how long the held containers' AMs heartbeat while measured")
+	flag.DurationVar(&o.probe, "probe", 250*time.Millisecond, "how often one AM asks for one more container (ask→grant)")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 6*time.Minute, "longest a phase may take before the revision is reported as not carrying the load")
+	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
+	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
+	flag.Parse()
+	if err := run(o, *baseline); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options, baseline string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := gitOutput(ctx, "", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "weft-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	head, err := gitOutput(ctx, root, "rev-parse", "--short", "HEAD")
+	if err != nil {
+		return err
+	}
+	type rev struct{ label, bin string }
+	revs := []rev{{"today (" + head + ", working tree)", filepath.Join(work, "today", "weft-rm")}}
+	if err := goBuild(ctx, root, revs[0].bin); err != nil {
+		return err
+	}
+	if baseline != "none" {
+		bin, short, err := buildAt(ctx, root, baseline, work)
+		if err != nil {
+			return fmt.Errorf("baseline %s: %w", baseline, err)
+		}
+		revs = append(revs, rev{"baseline (" + short + ")", bin})
+	}
+
+	kube, err := startKubeAPI(o.nodes)
+	if err != nil {
+		return err
+	}
+	defer kube.close()
+	fmt.Printf("%d nodes, %d applications × %d containers = %d held, %d queues; AMs heartbeat every %s; %s measured\n",
+		o.nodes, o.apps, o.containers, o.apps*o.containers, o.queues, o.heartbeat, o.steady)
+
+	var results []*result
+	for i, r := range revs {
+		fmt.Printf("\n== %s\n", r.label)
+		kube.resetCounts()
+		res, err := measure(ctx, o, kube, r.bin, filepath.Join(work, fmt.Sprintf("run%d", i)), r.label)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.label, err)
+		}
+		served, unknown := kube.report()
+		fmt.Printf("   API server calls: %s\n", strings.Join(served, ", "))
+		if len(unknown) > 0 {
+			return fmt.Errorf("%s asked the stand-in API server for what it does not serve: %s", r.label, strings.Join(unknown, ", "))
+		}
+		results = append(results, res)
+	}
+	printTable(o, results)
+	return nil
+}
+
+// goBuild builds ./cmd/weft-rm of the tree at dir into bin.
+func goBuild(ctx context.Context, dir, bin string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/weft-rm")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build in %s: %v\n%s", dir, err, out)
+	}
+	return nil
+}
+
+// buildAt builds weft-rm as it was at rev, in a temporary git worktree
+// removed afterwards, and returns the binary and rev's short hash.
+func buildAt(ctx context.Context, root, rev, work string) (bin, short string, err error) {
+	if short, err = gitOutput(ctx, root, "rev-parse", "--short", rev+"^{commit}"); err != nil {
+		return "", "", err
+	}
+	src := filepath.Join(work, "src-"+short)
+	if _, err := gitOutput(ctx, root, "worktree", "add", "--detach", src, short); err != nil {
+		return "", "", err
+	}
+	defer func() {
+		if _, rerr := gitOutput(context.Background(), root, "worktree", "remove", "--force", src); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	bin = filepath.Join(work, "baseline", "weft-rm")
+	fmt.Printf("building weft-rm at %s…\n", short)
+	return bin, short, goBuild(ctx, src, bin)
+}
+
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
