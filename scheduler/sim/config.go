@@ -19,6 +19,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -41,9 +42,12 @@ type Scenario struct {
 	// Duration how long the day lasts (default 24h).
 	Start    metav1.Time     `json:"start"`
 	Duration metav1.Duration `json:"duration"`
-	Cluster  Cluster         `json:"cluster"`
-	Online   Online          `json:"online"`
-	Batch    Batch           `json:"batch"`
+	// WarmUp is simulated before Start and not measured, so that the day
+	// starts on a cluster already busy, as a real day does (default 4h).
+	WarmUp  metav1.Duration `json:"warmUp"`
+	Cluster Cluster         `json:"cluster"`
+	Online  Online          `json:"online"`
+	Batch   Batch           `json:"batch"`
 	// Tide is the TidePool the tidal policies use (its NodeSelector is
 	// ignored: the pool is the whole cluster). The no-notice policy sets
 	// its Notice to zero.
@@ -120,6 +124,11 @@ type Queue struct {
 	GuaranteePercent float64 `json:"guaranteePercent"`
 	MaxPercent       float64 `json:"maxPercent,omitempty"`
 	Weight           float64 `json:"weight,omitempty"`
+	// MaxParallelApps caps the queue's applications in the scheduler
+	// at once, running or waiting for their gang (CapacityScheduler's
+	// yarn.scheduler.capacity.<queue>.max-parallel-apps); later ones wait,
+	// ACCEPTED, in order. Zero: no cap.
+	MaxParallelApps int `json:"maxParallelApps,omitempty"`
 }
 
 // Mix is a kind of job: MapReduce-like (a container per task) or
@@ -237,16 +246,18 @@ func DefaultScenario(n int) Scenario {
 		Seed:     1,
 		Start:    metav1.NewTime(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)),
 		Duration: sec(24 * time.Hour),
+		WarmUp:   sec(4 * time.Hour),
 		Cluster:  Cluster{Nodes: n, MilliCPU: 32000, MemoryGiB: 128, SystemMilliCPU: 1000, SystemMemoryGiB: 4},
 		Online: Online{PodMilliCPU: 4000, PodMemoryGiB: 8, CPUUsageRatio: 0.35, MemoryUsageRatio: 0.7,
 			PeakRequestPercent: 70, SwingPercent: 40, PeakHour: 20, TroughHour: 4, NoisePercent: 5},
 		Batch: Batch{
-			Queues: []Queue{{Name: "etl", GuaranteePercent: 25, Weight: 3}, {Name: "adhoc", GuaranteePercent: 5, Weight: 1}},
+			Queues: []Queue{{Name: "etl", GuaranteePercent: 8, Weight: 3, MaxParallelApps: int(1000 * scale)},
+				{Name: "adhoc", GuaranteePercent: 2, Weight: 1, MaxParallelApps: int(400 * scale)}},
 			Mixes: []Mix{
-				{Name: "spark", Queue: "etl", PerHour: 200 * scale, NightFactor: 1.5,
+				{Name: "spark", Queue: "etl", PerHour: 300 * scale, NightFactor: 1.5,
 					AM: Size{MilliCPU: 1000, MemoryGiB: 4}, Worker: Size{MilliCPU: 5000, MemoryGiB: 20},
 					MinWorkers: IntRange{2, 6}, ElasticWorkers: IntRange{10, 40}, Tasks: IntRange{200, 2000}, ReuseContainers: true,
-					TaskSeconds: LogNormal{Median: 180, Sigma: 0.8, Max: 3600}, CPUUsageRatio: 0.9, MemoryUsageRatio: 0.85},
+					TaskSeconds: LogNormal{Median: 300, Sigma: 0.8, Max: 3600}, CPUUsageRatio: 0.9, MemoryUsageRatio: 0.85},
 				{Name: "mapreduce", Queue: "adhoc", PerHour: 60 * scale, NightFactor: 1.5,
 					AM: Size{MilliCPU: 1000, MemoryGiB: 2}, Worker: Size{MilliCPU: 2000, MemoryGiB: 4},
 					MinWorkers: IntRange{2, 10}, ElasticWorkers: IntRange{10, 60}, Tasks: IntRange{10, 150},
@@ -311,8 +322,8 @@ func ParseScenario(data []byte) (Scenario, error) {
 func (s Scenario) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if s.Duration.Duration <= 0 {
-		bad("duration %s is not positive", s.Duration.Duration)
+	if s.Duration.Duration <= 0 || s.WarmUp.Duration < 0 {
+		bad("duration %s must be positive, warmUp %s not negative", s.Duration.Duration, s.WarmUp.Duration)
 	}
 	c := s.Cluster
 	if c.Nodes <= 0 || c.MilliCPU <= 0 || c.MemoryGiB <= 0 {
@@ -382,15 +393,21 @@ func (s Scenario) Validate() error {
 	return errors.Join(errs...)
 }
 
-// WithNodes is s on n nodes, its jobs' arrival rates scaled with the
-// cluster, so that batch demand keeps its share of the capacity.
+// WithNodes is s on n nodes, its jobs' arrival rates and its queues'
+// parallel applications scaled with the cluster, so that batch demand
+// keeps its share of the capacity.
 func (s Scenario) WithNodes(n int) Scenario {
 	old := s.Cluster.Nodes
 	s.Cluster.Nodes = n
+	f := float64(n) / float64(old)
 	mixes := slices.Clone(s.Batch.Mixes)
 	for i := range mixes {
-		mixes[i].PerHour *= float64(n) / float64(old)
+		mixes[i].PerHour *= f
 	}
-	s.Batch.Mixes = mixes
+	queues := slices.Clone(s.Batch.Queues)
+	for i := range queues {
+		queues[i].MaxParallelApps = int(math.Ceil(float64(queues[i].MaxParallelApps) * f))
+	}
+	s.Batch.Mixes, s.Batch.Queues = mixes, queues
 	return s
 }

@@ -47,6 +47,7 @@ const (
 	evPreemptKill
 	evDeadline
 	evDrained
+	evMeasure
 	evSchedule
 	evAgent
 	evTide
@@ -175,6 +176,8 @@ type engine struct {
 	pending []onlinePod
 	waiting map[string][]int // jobs not yet submitted, per queue
 	inGang  map[string]int   // jobs submitted whose gang waits, per queue
+	active  map[string]int   // jobs submitted and not done, per queue
+	maxApps map[string]int   // Queue.MaxParallelApps
 	jobs    []*job
 	reqs    map[string]*request
 	conts   map[string]*container
@@ -203,8 +206,9 @@ func (e *engine) setLoops() {
 }
 
 func newEngine(sc *Scenario, w *Workload, p Policy) (*engine, error) {
-	e := &engine{sc: sc, w: w, p: p, now: sc.Start.Time, end: sc.Start.Add(sc.Duration.Duration),
+	e := &engine{sc: sc, w: w, p: p, now: sc.Start.Add(-sc.WarmUp.Duration), end: sc.Start.Add(sc.Duration.Duration),
 		cfg: sc.Colocation, spec: sc.Tide, byName: map[string]*node{}, waiting: map[string][]int{}, inGang: map[string]int{},
+		active: map[string]int{}, maxApps: map[string]int{},
 		reqs: map[string]*request{}, conts: map[string]*container{},
 		alloc: colocation.Amount{MilliCPU: sc.Cluster.MilliCPU, Memory: sc.Cluster.MemoryGiB * gib},
 		r:     &Result{Policy: p, KillsBy: map[string]int{}}}
@@ -229,6 +233,7 @@ func newEngine(sc *Scenario, w *Workload, p Policy) (*engine, error) {
 		}
 		quotas := []quota.QueueQuota{{Path: "root"}}
 		for _, q := range sc.Batch.Queues {
+			e.maxApps[q.Name] = q.MaxParallelApps
 			qq := quota.QueueQuota{Path: "root." + q.Name, Guaranteed: pct(q.GuaranteePercent), Weight: q.Weight}
 			if q.MaxPercent > 0 {
 				m := pct(q.MaxPercent)
@@ -272,7 +277,8 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	if e.p.tidal() {
 		e.push(e.now.Add(iv.Tide.Duration/3), event{kind: evTide})
 	}
-	e.push(e.now, event{kind: evSample})
+	e.push(e.sc.Start.Time, event{kind: evMeasure})
+	e.push(e.sc.Start.Time, event{kind: evSample})
 	for steps := 0; len(e.ev) > 0; steps++ {
 		if steps%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -311,6 +317,9 @@ func (e *engine) handle(ev event) error {
 			}
 			e.toOnline(n)
 		}
+	case evMeasure:
+		// The warm-up is over: count from here.
+		e.r = &Result{Policy: e.p, KillsBy: map[string]int{}, running: e.r.running}
 	case evDrained:
 		if n := ev.n; n.state == v1alpha1.StateOnlineToOffline {
 			e.move(n, v1alpha1.StateOffline)
@@ -335,7 +344,7 @@ func (e *engine) onlineNode(n *node) bool {
 }
 
 func (e *engine) scale() {
-	i := int(e.now.Sub(e.sc.Start.Time) / e.sc.Intervals.Scale.Duration)
+	i := int(e.now.Sub(e.sc.Start.Add(-e.sc.WarmUp.Duration)) / e.sc.Intervals.Scale.Duration)
 	target := e.w.Replicas[min(i, len(e.w.Replicas)-1)]
 	running := 0
 	for _, n := range e.nodes {
@@ -580,9 +589,9 @@ func (e *engine) tide() {
 		for _, c := range n.conts {
 			c.noticed = true
 		}
-		if len(n.conts) == 0 || notice <= 0 {
-			e.push(e.now, event{kind: evDeadline, n: n})
-			continue
+		if len(n.conts) == 0 {
+			// Nothing to give notice to: the node is back at once.
+			n.deadline = e.now
 		}
 		e.push(n.deadline, event{kind: evDeadline, n: n})
 	}
@@ -617,11 +626,8 @@ func (e *engine) toOnline(n *node) {
 
 func (e *engine) arrive(i int) {
 	q := e.w.Jobs[i].Queue
-	if e.inGang[q] >= e.sc.Batch.MaxPendingJobs {
-		e.waiting[q] = append(e.waiting[q], i)
-		return
-	}
-	e.submit(i)
+	e.waiting[q] = append(e.waiting[q], i)
+	e.admit(q)
 }
 
 func (e *engine) submit(i int) {
@@ -630,6 +636,7 @@ func (e *engine) submit(i int) {
 		asked: map[string]bool{}}
 	e.jobs = append(e.jobs, j)
 	e.inGang[spec.Queue]++
+	e.active[spec.Queue]++
 	e.r.JobsSubmitted++
 	app := &objects.Application{ID: j.id, Queue: "root." + spec.Queue, User: spec.Queue, Submitted: spec.At, MinMembers: 1 + min(spec.Min, len(spec.Tasks))}
 	e.ops = append(e.ops, func(w *state.Txn) error { return w.UpsertApplication(app) })
@@ -786,7 +793,7 @@ func (j *job) gangPlaced(e *engine) bool {
 
 // admit submits the queue's next waiting job, if the queue has room.
 func (e *engine) admit(q string) {
-	for len(e.waiting[q]) > 0 && e.inGang[q] < e.sc.Batch.MaxPendingJobs {
+	for len(e.waiting[q]) > 0 && e.inGang[q] < e.sc.Batch.MaxPendingJobs && (e.maxApps[q] == 0 || e.active[q] < e.maxApps[q]) {
 		i := e.waiting[q][0]
 		e.waiting[q] = e.waiting[q][1:]
 		e.submit(i)
@@ -845,6 +852,8 @@ func (e *engine) maybeDone(j *job) bool {
 	}
 	j.done = true
 	e.r.JobsDone++
+	e.active[j.spec.Queue]--
+	defer e.admit(j.spec.Queue)
 	if am := j.am; e.conts[am.id] == am {
 		e.detach(am, false)
 	}

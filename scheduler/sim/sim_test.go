@@ -12,10 +12,11 @@ import (
 
 // small is a short day on a small cluster: from the night's trough into
 // the morning's rise, when the tide lends nodes and then takes some back.
-func small() Scenario {
-	s := DefaultScenario(100)
-	s.Start = metav1.NewTime(time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC))
-	s.Duration.Duration = 10 * time.Hour
+func small(nodes int, hours time.Duration) Scenario {
+	s := DefaultScenario(nodes)
+	s.Start = metav1.NewTime(time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC))
+	s.Duration.Duration = hours * time.Hour
+	s.WarmUp.Duration = time.Hour
 	return s
 }
 
@@ -35,8 +36,7 @@ func run(t *testing.T, s Scenario, parallel int) map[Policy]*Result {
 // The same seed gives the same day, whether policies run one at a time
 // or side by side; another seed gives another day.
 func TestDeterministic(t *testing.T) {
-	s := small()
-	s.Duration.Duration = 4 * time.Hour
+	s := small(30, 2)
 	s.Policies = []Policy{RequestGap, TideNotice, TideReclaim}
 	table := func(parallel int) string {
 		rs, err := Run(context.Background(), s, parallel)
@@ -67,7 +67,7 @@ func TestDeterministic(t *testing.T) {
 
 // Each policy shows what defines it, on the same day.
 func TestPolicies(t *testing.T) {
-	r := run(t, small(), 0)
+	r := run(t, small(40, 5), 0)
 	online, static, gap := r[OnlineOnly], r[StaticSplit], r[RequestGap]
 	abrupt, notice, reclaim := r[TideNoNotice], r[TideNotice], r[TideReclaim]
 	for _, x := range r {
@@ -119,10 +119,11 @@ func TestWorkloadCurve(t *testing.T) {
 	for _, r := range w.Replicas {
 		hi, lo = max(hi, r), min(lo, r)
 	}
-	if r := w.Replicas[20*60]; r != hi {
+	at := func(hour int) int { return int((time.Duration(hour)*time.Hour + s.WarmUp.Duration) / time.Minute) }
+	if r := w.Replicas[at(20)]; r != hi {
 		t.Errorf("%d replicas at 20:00, the most is %d", r, hi)
 	}
-	if r := w.Replicas[4*60]; r != lo {
+	if r := w.Replicas[at(4)]; r != lo {
 		t.Errorf("%d replicas at 04:00, the fewest is %d", r, lo)
 	}
 	if swing := 100 * float64(hi-lo) / float64(hi); math.Abs(swing-40) > 0.5 {

@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Workload is a day's input, generated once from the scenario's seed and
+// Workload is a day's input (its warm-up first), generated once from the scenario's seed and
 // replayed, unchanged, under every policy: the online replica count at
 // each scale step and the batch jobs in arrival order.
 type Workload struct {
-	// Replicas is the online service's replica count at Start + i×Scale.
+	// Replicas is the online service's replica count at
+	// Start − WarmUp + i×Scale.
 	Replicas []int
 	// Jobs are the batch jobs, by arrival.
 	Jobs []Job
@@ -37,9 +38,10 @@ func Generate(s Scenario) *Workload {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
 	w := &Workload{seed: s.Seed}
 	o := s.Online
-	start := s.Start.Time
+	start := s.Start.Add(-s.WarmUp.Duration)
+	length := s.WarmUp.Duration + s.Duration.Duration
 	peak := o.PeakRequestPercent / 100 * float64(int64(s.Cluster.Nodes)*s.Cluster.MilliCPU) / float64(o.PodMilliCPU)
-	steps := int(s.Duration.Duration/s.Intervals.Scale.Duration) + 1
+	steps := int(length/s.Intervals.Scale.Duration) + 1
 	// The noise is a slow AR(1) walk whose stationary deviation is
 	// NoisePercent: replicas wander around the curve for tens of minutes,
 	// as a service's load does, rather than jumping each minute.
@@ -61,7 +63,7 @@ func Generate(s Scenario) *Workload {
 		for t := 0.0; ; {
 			t += rng.ExpFloat64() / peakRate * 3600
 			at := start.Add(time.Duration(t * float64(time.Second)))
-			if !at.Before(start.Add(s.Duration.Duration)) {
+			if !at.Before(start.Add(length)) {
 				break
 			}
 			rate := m.PerHour
