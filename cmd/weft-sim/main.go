@@ -40,7 +40,8 @@ func run() error {
 	flag.Parse()
 	// The simulation allocates many short-lived objects (the store's
 	// immutable trees); collecting less often saves a fifth of its time.
-	debug.SetGCPercent(400)
+	debug.SetGCPercent(1000)
+	debug.SetMemoryLimit(6 << 30)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {

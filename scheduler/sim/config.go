@@ -43,7 +43,7 @@ type Scenario struct {
 	Start    metav1.Time     `json:"start"`
 	Duration metav1.Duration `json:"duration"`
 	// WarmUp is simulated before Start and not measured, so that the day
-	// starts on a cluster already busy, as a real day does (default 4h).
+	// starts on a cluster already busy, as a real day does (default 3h).
 	WarmUp  metav1.Duration `json:"warmUp"`
 	Cluster Cluster         `json:"cluster"`
 	Online  Online          `json:"online"`
@@ -246,7 +246,7 @@ func DefaultScenario(n int) Scenario {
 		Seed:     1,
 		Start:    metav1.NewTime(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)),
 		Duration: sec(24 * time.Hour),
-		WarmUp:   sec(4 * time.Hour),
+		WarmUp:   sec(3 * time.Hour),
 		Cluster:  Cluster{Nodes: n, MilliCPU: 32000, MemoryGiB: 128, SystemMilliCPU: 1000, SystemMemoryGiB: 4},
 		Online: Online{PodMilliCPU: 4000, PodMemoryGiB: 8, CPUUsageRatio: 0.35, MemoryUsageRatio: 0.7,
 			PeakRequestPercent: 70, SwingPercent: 40, PeakHour: 20, TroughHour: 4, NoisePercent: 5},
@@ -269,7 +269,7 @@ func DefaultScenario(n int) Scenario {
 		Colocation:         colocation.DefaultConfig(),
 		StaticBatchPercent: 20,
 		NodesToScore:       100,
-		Intervals: Intervals{Schedule: sec(30 * time.Second), Agent: sec(30 * time.Second), Tide: sec(30 * time.Second),
+		Intervals: Intervals{Schedule: sec(time.Minute), Agent: sec(30 * time.Second), Tide: sec(30 * time.Second),
 			Scale: sec(time.Minute), Sample: sec(time.Minute), Drain: sec(30 * time.Second), PreemptionGrace: sec(15 * time.Second)},
 		Policies: Policies,
 	}
