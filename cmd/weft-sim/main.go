@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -35,7 +36,7 @@ func run() error {
 	seed := flag.Uint64("seed", 0, "override the scenario's seed")
 	policies := flag.String("policies", "", "comma-separated policies to run (default: the scenario's)")
 	out := flag.String("out", ".weft/sim", "directory for the PNGs and the CSV (empty: none)")
-	parallel := flag.Int("parallel", 0, "policies run at once (default GOMAXPROCS)")
+	parallel := flag.Int("parallel", runtime.GOMAXPROCS(0), "policies run at once")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	// The simulation allocates many short-lived objects (the store's
@@ -83,17 +84,19 @@ func run() error {
 		return err
 	}
 	wall := time.Since(start)
-	simHours := s.Duration.Hours()
-	fmt.Printf("weft-sim: %d nodes, %.0f simulated hours, seed %d, %d policies\n\n", s.Cluster.Nodes, simHours, s.Seed, len(rs))
-	if err := sim.WriteTable(os.Stdout, s, rs); err != nil {
+	// The warm-up is simulated too: it costs as much as any other hour.
+	simHours := s.Duration.Hours() + s.WarmUp.Hours()
+	fmt.Printf("weft-sim: %d nodes, %.0f hours measured after %.0f of warm-up, seed %d, %d policies\n\n",
+		s.Cluster.Nodes, s.Duration.Hours(), s.WarmUp.Hours(), s.Seed, len(rs))
+	if err := sim.WriteTable(os.Stdout, rs); err != nil {
 		return err
 	}
 	var cpu time.Duration
 	for _, r := range rs {
 		cpu += r.Wall
 	}
-	fmt.Printf("\nwall %.1f s in all; a simulated hour cost %.2f s of wall time for all policies, %.2f s per policy on average\n",
-		wall.Seconds(), wall.Seconds()/simHours, cpu.Seconds()/simHours/float64(len(rs)))
+	fmt.Printf("\nwall %.1f s in all (%d at once); a simulated hour cost %.2f s of wall time for all policies, %.2f s per policy on average\n",
+		wall.Seconds(), *parallel, wall.Seconds()/simHours, cpu.Seconds()/simHours/float64(len(rs)))
 	if *out == "" {
 		return nil
 	}

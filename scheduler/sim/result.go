@@ -177,7 +177,7 @@ func Run(ctx context.Context, s Scenario, parallel int) ([]*Result, error) {
 }
 
 // WriteTable prints the policies side by side.
-func WriteTable(w io.Writer, s Scenario, rs []*Result) error {
+func WriteTable(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tCPU avg %\tCPU p95 %\tmem avg %\tmem p95 %\tbatch core-h\ttasks done\tcontainers\tkill rate %\tkills (tide/evict/preempt)\tlost core-h\tonline pending max\tonline wait max\ttransitions\twall s\t")
 	for _, r := range rs {

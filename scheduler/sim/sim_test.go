@@ -50,7 +50,7 @@ func TestDeterministic(t *testing.T) {
 		if err := WriteCSV(&b, rs); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteTable(&b, s, rs); err != nil {
+		if err := WriteTable(&b, rs); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
