@@ -137,3 +137,21 @@ func TestWorkloadCurve(t *testing.T) {
 		t.Error("no jobs, or not the same jobs twice")
 	}
 }
+
+// The two tides differ only by the notice: Weft's with a zero notice is
+// the tide without one, kill for kill.
+func TestNoticeIsTheOnlyDifference(t *testing.T) {
+	s := small(30, 3)
+	s.Policies = []Policy{TideNoNotice, TideNotice}
+	zero := metav1.Duration{}
+	s.Tide.Notice = &zero
+	r := run(t, s, 0)
+	a, b := r[TideNoNotice], r[TideNotice]
+	if a.KillsBy[KillTide] == 0 {
+		t.Fatal("no tide kills: the day does not exercise the notice")
+	}
+	if a.Killed != b.Killed || a.TasksDone != b.TasksDone || a.Transitions != b.Transitions || a.CPUAvg != b.CPUAvg {
+		t.Errorf("without notice: %d killed, %d tasks, %d transitions, %.2f%%; Weft's tide with notice 0: %d, %d, %d, %.2f%%",
+			a.Killed, a.TasksDone, a.Transitions, a.CPUAvg, b.Killed, b.TasksDone, b.Transitions, b.CPUAvg)
+	}
+}
