@@ -48,7 +48,13 @@ type Result struct {
 	OnlineWaitMax    time.Duration
 	// Transitions are tide state changes.
 	Transitions int
-	Samples     []Sample
+	// HotPercent is the share of samples of nodes running online
+	// replicas in which the node's CPU was more than 90% busy: where
+	// batch work beside online work leaves it no headroom, and its
+	// latency suffers (which the simulator does not model otherwise).
+	HotPercent      float64
+	hot, withOnline int
+	Samples         []Sample
 
 	running [objects.TierHigh + 1]int
 }
@@ -82,6 +88,12 @@ func (e *engine) record() {
 	s := Sample{At: e.now, OnlinePending: len(e.pending), Kills: e.r.Killed}
 	for _, n := range e.nodes {
 		b := n.demandCPU * n.rate
+		if n.online > 0 {
+			e.r.withOnline++
+			if n.onlineCPU+b > 0.9*float64(e.alloc.MilliCPU) {
+				e.r.hot++
+			}
+		}
 		onCPU += n.onlineCPU
 		batchCPU += b
 		cpu += n.onlineCPU + b
@@ -117,6 +129,9 @@ func (e *engine) finish() {
 	}
 	e.r.CPUAvg, e.r.CPUP95 = mean(cpu), percentile(cpu, 95)
 	e.r.MemAvg, e.r.MemP95 = mean(mem), percentile(mem, 95)
+	if e.r.withOnline > 0 {
+		e.r.HotPercent = 100 * float64(e.r.hot) / float64(e.r.withOnline)
+	}
 }
 
 func mean(v []float64) float64 {
@@ -179,12 +194,12 @@ func Run(ctx context.Context, s Scenario, parallel int) ([]*Result, error) {
 // WriteTable prints the policies side by side.
 func WriteTable(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tCPU avg %\tCPU p95 %\tmem avg %\tmem p95 %\tbatch core-h\ttasks done\tcontainers\tkill rate %\tkills (tide/evict/preempt)\tlost core-h\tonline pending max\tonline wait max\ttransitions\twall s\t")
+	fmt.Fprintln(tw, "policy\tCPU avg %\tCPU p95 %\tmem avg %\tmem p95 %\tbatch core-h\ttasks done\tcontainers\tkill rate %\tkills (tide/evict/preempt)\tlost core-h\tonline pending max\tonline wait max\tonline nodes >90% CPU %\ttransitions\twall s\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%.2f\t%d (%d/%d/%d)\t%.0f\t%d\t%s\t%d\t%.1f\t\n", r.Policy,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%.2f\t%d (%d/%d/%d)\t%.0f\t%d\t%s\t%.2f\t%d\t%.1f\t\n", r.Policy,
 			r.CPUAvg, r.CPUP95, r.MemAvg, r.MemP95, r.WorkCoreSeconds/3600, r.TasksDone, r.Started, r.KillRate(),
 			r.Killed, r.KillsBy[KillTide], r.KillsBy[KillEviction], r.KillsBy[KillPreemption], r.LostCoreSeconds/3600,
-			r.OnlinePendingMax, r.OnlineWaitMax.Round(time.Second), r.Transitions, r.Wall.Seconds())
+			r.OnlinePendingMax, r.OnlineWaitMax.Round(time.Second), r.HotPercent, r.Transitions, r.Wall.Seconds())
 	}
 	return tw.Flush()
 }
