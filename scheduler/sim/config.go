@@ -230,6 +230,19 @@ const (
 // Policies is every policy, in the order tables list them.
 var Policies = []Policy{OnlineOnly, StaticSplit, RequestGap, TideNoNotice, TideNotice, TideReclaim}
 
+// cost ranks policies by how much a run of them costs.
+func (p Policy) cost() int {
+	switch p {
+	case TideReclaim, RequestGap:
+		return 3
+	case TideNoNotice, TideNotice:
+		return 2
+	case StaticSplit:
+		return 1
+	}
+	return 0
+}
+
 func (p Policy) batch() bool        { return p != OnlineOnly }
 func (p Policy) tidal() bool        { return p == TideNoNotice || p == TideNotice || p == TideReclaim }
 func (p Policy) usageReclaim() bool { return p == TideReclaim }

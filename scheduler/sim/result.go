@@ -169,11 +169,19 @@ func Run(ctx context.Context, s Scenario, parallel int) ([]*Result, error) {
 	errs := make([]error, len(s.Policies))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
-	for i, p := range s.Policies {
+	// The policies that keep the most batch work running cost the most:
+	// they start first, so that the last to finish is a cheap one.
+	order := make([]int, len(s.Policies))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return s.Policies[b].cost() - s.Policies[a].cost() })
+	for _, i := range order {
+		p := s.Policies[i]
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			e, err := newEngine(&s, w, p)
 			if err == nil {
