@@ -264,8 +264,8 @@ func DefaultScenario(n int) Scenario {
 		Online: Online{PodMilliCPU: 4000, PodMemoryGiB: 8, CPUUsageRatio: 0.35, MemoryUsageRatio: 0.7,
 			PeakRequestPercent: 70, SwingPercent: 40, PeakHour: 20, TroughHour: 4, NoisePercent: 5},
 		Batch: Batch{
-			Queues: []Queue{{Name: "etl", GuaranteePercent: 8, Weight: 3, MaxParallelApps: int(1000 * scale)},
-				{Name: "adhoc", GuaranteePercent: 2, Weight: 1, MaxParallelApps: int(400 * scale)}},
+			Queues: []Queue{{Name: "etl", GuaranteePercent: 8, Weight: 3, MaxParallelApps: max(1, int(1000*scale))},
+				{Name: "adhoc", GuaranteePercent: 2, Weight: 1, MaxParallelApps: max(1, int(400*scale))}},
 			Mixes: []Mix{
 				{Name: "spark", Queue: "etl", PerHour: 300 * scale, NightFactor: 1.5,
 					AM: Size{MilliCPU: 1000, MemoryGiB: 4}, Worker: Size{MilliCPU: 5000, MemoryGiB: 20},
