@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench run run-embedded stop newcomer-test deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench sim run run-embedded stop newcomer-test deploy images deps clean
 
 all: build
 
@@ -90,6 +90,15 @@ bench:
 	$(GO) run ./test/bench/failover
 	$(GO) run ./test/bench/retention
 	$(GO) run ./test/bench/scale
+
+# A day of colocation replayed on a virtual clock under each policy
+# (scheduler/sim): prints the policies' table and writes PNGs and CSV to
+# SIM_OUT. 5,000 nodes by default; SIM_FLAGS passes weft-sim's flags
+# (e.g. -nodes 500 -policies weft-tide,weft-tide+reclaim).
+SIM_CONFIG ?= scheduler/sim/testdata/day.yaml
+SIM_OUT ?= .weft/sim
+sim:
+	$(GO) run ./cmd/weft-sim -config $(SIM_CONFIG) -out $(SIM_OUT) $(SIM_FLAGS)
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

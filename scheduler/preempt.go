@@ -28,7 +28,7 @@ import (
 func (c *cycle) planPreemption(ctx context.Context) error {
 	var needy []*wqueue
 	for _, q := range c.leafs {
-		if q.loaded && !q.quota.Guaranteed.IsZero() && q.used.Fits(q.quota.Guaranteed) {
+		if q.loaded && !q.quota.Guaranteed.IsZero() && q.used.Fits(q.quota.Guaranteed) && q.blocked() {
 			needy = append(needy, q)
 		}
 	}
@@ -64,6 +64,17 @@ func (c *cycle) planPreemption(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// blocked reports whether a job of q found no room this cycle: only then
+// is there anything to reclaim for (and every allocation to read).
+func (q *wqueue) blocked() bool {
+	for _, app := range q.apps {
+		if app.blockedGang && len(app.gang) > 0 || app.blockedElastic && app.gangRunning && app.elasticNext < len(app.elastic) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadAllocations indexes the snapshot's allocations by node, once, and

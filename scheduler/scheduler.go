@@ -293,7 +293,11 @@ func (c *cycle) load(q *wqueue) {
 			return cmp.Or(cmp.Compare(x.CreateIndex, y.CreateIndex), cmp.Compare(x.ID, y.ID))
 		})
 		running := 0
-		if a.MinMembers > 0 || len(w.gang) == 0 {
+		if a.MinMembers > 0 {
+			// Without a declared gang size every job counts as running
+			// its gang once none of it is pending: no need to read its
+			// allocations (a cycle would otherwise read every running
+			// container of the cluster).
 			for _, al := range c.snap.AllocationsOfApp(a.ID) {
 				if al.Tier.Gang() {
 					running++

@@ -186,9 +186,7 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	}
 	interval = cfg.Interval.Duration
 	if node.Labels[translator.TideStateLabel] == translator.TideStateOffline {
-		// Lent whole to batch work by the tidal controller: no online
-		// work is left to keep room for but the node's own daemons.
-		cfg.CPUWatermark, cfg.MemoryWatermark = 100, cfg.MemoryEvictionWatermark
+		cfg = cfg.LentWhole()
 	}
 	batch, err := a.batchPods(ctx)
 	if err != nil {

@@ -89,6 +89,15 @@ func DefaultConfig() Config {
 	}
 }
 
+// LentWhole is c for a node the tidal controller lent whole to batch
+// work (Offline): no online work is left to keep room for but the node's
+// own daemons, so batch work may fill the CPU and the memory up to the
+// eviction watermark. The agent and weft-sim both apply it.
+func (c Config) LentWhole() Config {
+	c.CPUWatermark, c.MemoryWatermark = 100, c.MemoryEvictionWatermark
+	return c
+}
+
 // ConfigKey is the key of the ConfigMap's data that holds a Config.
 const ConfigKey = "colocation.yaml"
 

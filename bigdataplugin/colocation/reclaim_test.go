@@ -192,3 +192,19 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func pctOf(x int64, pct float64) int64 { return int64(float64(x) * pct / 100) }
+
+// A node lent whole (Offline in the tide) offers all its CPU less what its
+// daemons use, and its memory up to the eviction watermark.
+func TestDecideLentWhole(t *testing.T) {
+	cfg := DefaultConfig().LentWhole()
+	var p Peaks
+	p.Observe(usage(0, 500, 2*gib), cfg.PeakWindow.Duration)
+	d := Decide(cfg, t0, alloc, &p, time.Time{})
+	want := Amount{MilliCPU: 7500, Memory: pctOf(32*gib, 90) - 2*gib}
+	if d.Box != want || d.EvictMemory != 0 {
+		t.Errorf("lent whole: box %+v evict %d, want %+v and nothing evicted", d.Box, d.EvictMemory, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("lent whole config invalid: %v", err)
+	}
+}

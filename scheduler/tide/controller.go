@@ -415,7 +415,7 @@ func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *
 	orig := n.DeepCopy()
 	setState(n, s, now)
 	if s == v1alpha1.StateOfflineToOnline {
-		n.Annotations[AnnotationDeadline] = now.Add(notice(pool)).UTC().Format(time.RFC3339)
+		n.Annotations[AnnotationDeadline] = now.Add(Notice(pool.Spec)).UTC().Format(time.RFC3339)
 		n.Annotations[AnnotationNoticedPods] = strconv.Itoa(batchPods)
 	}
 	if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
@@ -490,8 +490,8 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 	switch state {
 	case v1alpha1.StateOnlineToOffline:
 		target, back, leaves = v1alpha1.StateOffline, v1alpha1.StateOnline, online
-		if t := since(n); !t.IsZero() && now.Sub(t) > drainTimeout(pool) {
-			r.events.Eventf(n, corev1.EventTypeWarning, "TideDrainTimeout", "online pods did not leave node %s within %s: back to Online", n.Name, drainTimeout(pool))
+		if t := since(n); !t.IsZero() && now.Sub(t) > DrainTimeout(pool.Spec) {
+			r.events.Eventf(n, corev1.EventTypeWarning, "TideDrainTimeout", "online pods did not leave node %s within %s: back to Online", n.Name, DrainTimeout(pool.Spec))
 			return r.move(ctx, pool, status, n, back, "DrainTimeout", 0, now)
 		}
 	case v1alpha1.StateOfflineToOnline:
@@ -648,20 +648,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *v1alpha1.TidePool, s
 		return fmt.Errorf("pool %s status: %w", pool.Name, err)
 	}
 	return nil
-}
-
-func notice(p *v1alpha1.TidePool) time.Duration {
-	if p.Spec.Notice != nil {
-		return p.Spec.Notice.Duration
-	}
-	return 10 * time.Minute
-}
-
-func drainTimeout(p *v1alpha1.TidePool) time.Duration {
-	if p.Spec.DrainTimeout != nil && p.Spec.DrainTimeout.Duration > 0 {
-		return p.Spec.DrainTimeout.Duration
-	}
-	return 5 * time.Minute
 }
 
 // deletionCost is the ReplicaSet controller's annotation: pods of lower

@@ -189,6 +189,26 @@ func Decide(spec v1alpha1.TidePoolSpec, nodes []NodeView, pending Pending, now t
 	return p
 }
 
+// Notice is how long batch work on a node being taken back has to finish
+// before what is left is evicted: the pool's notice, 10 minutes when it
+// sets none. Zero takes the node back at once, as Katalyst's tide does.
+func Notice(spec v1alpha1.TidePoolSpec) time.Duration {
+	if spec.Notice != nil {
+		return spec.Notice.Duration
+	}
+	return 10 * time.Minute
+}
+
+// DrainTimeout is how long a node on its way to batch may take to see its
+// online pods leave before it goes back to Online: the pool's, 5 minutes
+// when it sets none (or zero).
+func DrainTimeout(spec v1alpha1.TidePoolSpec) time.Duration {
+	if spec.DrainTimeout != nil && spec.DrainTimeout.Duration > 0 {
+		return spec.DrainTimeout.Duration
+	}
+	return 5 * time.Minute
+}
+
 // lendOrder is the pool's Ready Online nodes in the order the policy
 // lends them: the lowest deletion cost first (DeletionCost), then the
 // fewest online pods, then the least online CPU, then by name.

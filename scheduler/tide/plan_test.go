@@ -143,3 +143,21 @@ func TestDecideNext(t *testing.T) {
 		t.Errorf("capped pool: %s, next %v", p, p.Next)
 	}
 }
+
+func TestNoticeAndDrainTimeout(t *testing.T) {
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	tests := []struct {
+		name          string
+		spec          v1alpha1.TidePoolSpec
+		notice, drain time.Duration
+	}{
+		{"defaults", v1alpha1.TidePoolSpec{}, 10 * time.Minute, 5 * time.Minute},
+		{"set", v1alpha1.TidePoolSpec{Notice: d(3 * time.Minute), DrainTimeout: d(time.Minute)}, 3 * time.Minute, time.Minute},
+		{"no notice: taken back at once; a zero drain timeout is the default", v1alpha1.TidePoolSpec{Notice: d(0), DrainTimeout: d(0)}, 0, 5 * time.Minute},
+	}
+	for _, tc := range tests {
+		if n, dr := Notice(tc.spec), DrainTimeout(tc.spec); n != tc.notice || dr != tc.drain {
+			t.Errorf("%s: notice %s drain %s, want %s %s", tc.name, n, dr, tc.notice, tc.drain)
+		}
+	}
+}

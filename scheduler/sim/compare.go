@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// Ground truth (issue 17, item 5) is the same scenario, shrunk, run for
+// real on the local cluster through weft-rm, weft-tide and the node
+// agent, with the simulation's utilization and kill rate within 15% of the
+// real run's. The real run is not built yet: what it must produce is a
+// Result with the measures Compare reads (CPUAvg, MemAvg, TaskAttempts and
+// TasksKilled — from the node agents' weft_colocation_* series and weft-rm's
+// preemption and container counters over the same window), and its
+// scenario is this package's Scenario shrunk with WithNodes, so that the
+// simulation side is Run on the very same input.
+
+// Tolerance is how far the simulation may be from the real run, relative
+// to the real run's value.
+const Tolerance = 0.15
+
+// Measure is one number both runs report.
+type Measure struct {
+	Name      string
+	Sim, Real float64
+}
+
+// Ratio is Sim/Real (1 when both are zero, +Inf when only Real is).
+func (m Measure) Ratio() float64 {
+	switch {
+	case m.Real == 0 && m.Sim == 0:
+		return 1
+	case m.Real == 0:
+		return math.Inf(1)
+	}
+	return m.Sim / m.Real
+}
+
+// Within reports whether the simulation is within Tolerance of the real
+// run.
+func (m Measure) Within() bool { return math.Abs(m.Ratio()-1) <= Tolerance }
+
+// Compare lines up the measures the ground truth checks: average CPU and
+// memory utilization and the task kill rate.
+func Compare(sim, real *Result) []Measure {
+	return []Measure{
+		{"CPU avg %", sim.CPUAvg, real.CPUAvg},
+		{"memory avg %", sim.MemAvg, real.MemAvg},
+		{"kill rate %", sim.KillRate(), real.KillRate()},
+	}
+}
+
+// WriteComparison prints both runs' numbers, their ratio and whether it
+// is within Tolerance; it returns how many are not.
+func WriteComparison(w io.Writer, ms []Measure) (int, error) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measure\tsimulated\treal\tratio\twithin 15%\t")
+	off := 0
+	for _, m := range ms {
+		ok := "yes"
+		if !m.Within() {
+			ok, off = "NO", off+1
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.3f\t%s\t\n", m.Name, m.Sim, m.Real, m.Ratio(), ok)
+	}
+	return off, tw.Flush()
+}
