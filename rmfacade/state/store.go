@@ -364,6 +364,19 @@ func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
 	return sortContainers(all[records.Container](r, TableContainers, "app", id.String()))
 }
 
+// NodesChanged returns a channel closed at the first write after this
+// snapshot that changes any node: what is derived from all nodes can be
+// kept until then.
+func (r reader) NodesChanged() <-chan struct{} {
+	it, err := r.tx.Get(TableNodes, "id")
+	if err != nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return it.WatchCh()
+}
+
 // ContainersOnNode returns the containers placed on a node, any state.
 func (r reader) ContainersOnNode(node string) []*records.Container {
 	return all[records.Container](r, TableContainers, "node", node)
