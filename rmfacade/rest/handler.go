@@ -55,6 +55,8 @@ type Options struct {
 type handler struct {
 	mgr  *rm.Manager
 	opts Options
+	// encoded keeps finished applications' JSON between listings.
+	encoded encodedApps
 }
 
 // NewHandler returns the RM web handler.
@@ -699,6 +701,9 @@ func (h *handler) apps(w http.ResponseWriter, r *http.Request) {
 	if len(apps) >= manyApps {
 		v.byApp = v.snap.ContainersByApp()
 	}
+	// A finished application's JSON is kept from one listing to the next
+	// (encodedApps); an XML answer is collected from the fields instead.
+	asJSON := !dao.PrefersXML(r)
 	// Made while written: every application the RM retains may be listed.
 	dao.Write(w, r, http.StatusOK, dao.AppsStream(func(yield func(*dao.AppInfo) bool) {
 		var info dao.AppInfo
@@ -706,12 +711,25 @@ func (h *handler) apps(w http.ResponseWriter, r *http.Request) {
 			if len(finals) > 0 && !finals[string(a.FinalStatus)] {
 				continue
 			}
-			h.fillAppInfo(v, a, &info)
+			if containers := v.containersOf(a.ID); asJSON && encodable(a, containers) {
+				queue := h.queuePathIn(v, a.Queue)
+				if b := h.encoded.get(a, containers, queue); b != nil {
+					info = dao.AppInfo{Encoded: b}
+				} else {
+					h.fillAppInfo(v, a, &info)
+					b = info.AppendJSON(nil)
+					h.encoded.put(a, containers, queue, b)
+					info = dao.AppInfo{Encoded: b}
+				}
+			} else {
+				h.fillAppInfo(v, a, &info)
+			}
 			if !yield(&info) {
 				return
 			}
 		}
 	}))
+	h.encoded.sweep(v.snap)
 }
 
 // application resolves the {appid} path variable.

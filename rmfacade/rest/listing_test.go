@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,21 +22,7 @@ import (
 // element to what /apps/{appid} (a lookup per application) answers for it:
 // usage, AM node and log link, tracking URL, the full queue path.
 func TestAppsListingMatchesEachApp(t *testing.T) {
-	st, err := state.OpenMemory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tree, err := quota.NewTree(append(quota.DefaultQueues, quota.QueueConfig{Path: "root.batch", Capacity: 0}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
-	if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", Port: 8041, HTTPAddress: "n1:8042", State: records.NodeRunning,
-		Capability: records.Resource{MemoryMB: 1 << 30, VCores: 1 << 20}}); err != nil {
-		t.Fatal(err)
-	}
+	mgr, _, quiet := newListingManager(t, quota.QueueConfig{Path: "root.batch", Capacity: 0})
 	ctx := context.Background()
 	const apps = manyApps + 50
 	for i := range apps {
@@ -100,4 +87,27 @@ func TestAppsListingMatchesEachApp(t *testing.T) {
 	if want := apps - (apps+2)/3; withAM != want {
 		t.Errorf("%d listed applications with an AM container log link, want %d", withAM, want)
 	}
+}
+
+// newListingManager is an RM over a store in memory with the default
+// queues and extra, and one large running node n1:8041, for tests that
+// list many applications; it returns the store and a silent logger too.
+func newListingManager(t *testing.T, extra ...quota.QueueConfig) (*rm.Manager, *state.Store, *slog.Logger) {
+	t.Helper()
+	st, err := state.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree(append(slices.Clone(quota.DefaultQueues), extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", Port: 8041, HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 1 << 30, VCores: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	return mgr, st, quiet
 }

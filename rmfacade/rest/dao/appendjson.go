@@ -167,11 +167,14 @@ func (s AppsStream) streamJSON(b []byte, flush func([]byte) []byte) []byte {
 			o.b = append(o.b, ',')
 		}
 		n++
-		if app == nil {
+		switch {
+		case app == nil:
 			o.b = append(o.b, "null"...)
-			continue
+		case app.Encoded != nil:
+			o.b = flush(append(o.b, app.Encoded...))
+		default:
+			o.b = flush(app.appendJSON(o.b))
 		}
-		o.b = flush(app.appendJSON(o.b))
 	}
 	if n > 0 {
 		o.b = append(o.b, ']')

@@ -103,9 +103,18 @@ type AppInfo struct {
 	// Always set by the RM: without timeouts, one LIFETIME timeout with
 	// expiryTime UNLIMITED and remainingTimeInSeconds -1.
 	Timeouts *AppTimeoutsInfo `json:"timeouts,omitempty" xml:"timeouts,omitempty"`
+
+	// Encoded, when set, is the application's JSON as AppendJSON wrote it
+	// for an earlier answer, and the fields above are not filled: a JSON
+	// stream writes it as it is. A maker sets it only for a JSON answer
+	// (see PrefersXML); it is never encoded itself.
+	Encoded []byte `json:"-" xml:"-"`
 }
 
 func (AppInfo) jsonRoot() string { return "app" }
+
+// AppendJSON appends the application's JSON, as a listing writes it.
+func (a *AppInfo) AppendJSON(b []byte) []byte { return a.appendJSON(b) }
 
 // ResourceRequestInfo is an outstanding ResourceRequest of an application.
 type ResourceRequestInfo struct {
