@@ -3,8 +3,9 @@
 // unified scheduler (package scheduler) a view of nodes, applications,
 // running containers and pending asks, applies the plan it returns, and
 // records every placement as a container granted to the AM. The RM state
-// store stays the single source of truth; the scheduler's store is rebuilt
-// from it each cycle, so nothing here needs to survive a restart beyond
+// store stays the single source of truth; the scheduler's store is kept
+// in step with it by its committed changes (view), and built from it
+// afresh at a start, so nothing here needs to survive a restart beyond
 // what the AMs resend.
 package allocator
 
@@ -12,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -88,6 +90,10 @@ type Allocator struct {
 	asks map[records.AttemptID]map[askKey]int
 	kick chan struct{}
 
+	// cycleMu makes cycles one at a time; view is theirs.
+	cycleMu sync.Mutex
+	view    *view
+
 	// refused are the waiting pods told why they cannot be scheduled.
 	refusedMu sync.Mutex
 	refused   map[types.UID]bool
@@ -118,8 +124,13 @@ func New(mgr *rm.Manager, opts Options) *Allocator {
 	if opts.Tiers.DefaultMinWorkers == 0 && opts.Tiers.HighPriorities == nil {
 		opts.Tiers = translator.DefaultTierPolicy
 	}
-	return &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts, metrics: newMetrics(opts.Metrics),
-		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1), refused: map[types.UID]bool{}}
+	a := &Allocator{mgr: mgr, sched: scheduler.New(opts.Scheduler), opts: opts, metrics: newMetrics(opts.Metrics),
+		asks: map[records.AttemptID]map[askKey]int{}, kick: make(chan struct{}, 1), refused: map[types.UID]bool{}, view: newView()}
+	if mgr != nil {
+		// For the manager's life: the feed only marks what changed.
+		mgr.Subscribe(a.view.observe)
+	}
+	return a
 }
 
 // Update replaces an attempt's outstanding asks with those of an allocate
@@ -136,6 +147,7 @@ func (a *Allocator) Update(attempt records.AttemptID, asks []*yarnpb.ResourceReq
 		m = map[askKey]int{}
 		a.asks[attempt] = m
 	}
+	before := maps.Clone(m)
 	for _, r := range asks {
 		a.opts.Logger.Debug("ask", "attempt", attempt.String(), "resourceName", r.GetResourceName(), "priority", r.GetPriority().GetPriority(),
 			"numContainers", r.GetNumContainers(), "capability", r.GetCapability().String())
@@ -150,8 +162,12 @@ func (a *Allocator) Update(attempt records.AttemptID, asks []*yarnpb.ResourceReq
 			delete(m, k)
 		}
 	}
+	changed := !maps.Equal(before, m)
 	a.mu.Unlock()
-	a.Kick()
+	if changed {
+		a.view.markApp(attempt.App)
+		a.Kick()
+	}
 }
 
 // Forget drops an attempt's asks (it finished).
@@ -159,6 +175,7 @@ func (a *Allocator) Forget(attempt records.AttemptID) {
 	a.mu.Lock()
 	delete(a.asks, attempt)
 	a.mu.Unlock()
+	a.view.markApp(attempt.App)
 }
 
 // Outstanding is what an attempt still waits for: its asks' containers and
@@ -210,6 +227,8 @@ type pendingRequest struct {
 // Cycle runs one scheduling cycle and returns how many containers it
 // granted.
 func (a *Allocator) Cycle(ctx context.Context) (int, error) {
+	a.cycleMu.Lock()
+	defer a.cycleMu.Unlock()
 	began := time.Now()
 	defer a.metrics.observeCycle(began)
 	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
@@ -227,20 +246,6 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("allocator: queue hierarchy: %w", err)
 	}
-	st, err := schedstate.New(h)
-	if err != nil {
-		return 0, err
-	}
-	a.mu.Lock()
-	asks := make(map[records.AttemptID]map[askKey]int, len(a.asks))
-	for id, m := range a.asks {
-		cp := make(map[askKey]int, len(m))
-		for k, v := range m {
-			cp[k] = v
-		}
-		asks[id] = cp
-	}
-	a.mu.Unlock()
 
 	// Containers on nodes the tidal controller takes back get its notice;
 	// victims whose notice ran out are killed first: what they free is
@@ -251,40 +256,17 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err := a.killDuePreemptions(ctx, snap); err != nil {
 		return 0, err
 	}
+	// The marks are taken before the snapshot they are read in, which
+	// then holds every change marked.
+	changed := a.view.take()
 	snap = a.mgr.Snapshot()
-
-	pending := map[string]pendingRequest{}
-	var pods *podCycle
+	nodes = snap.Nodes(records.NodeRunning)
 	where := newConstraints(nodes, a.opts.Nodes)
-	err = st.Update(func(w *schedstate.Txn) error {
-		// What a node's other pods hold (Occupied) excludes Weft's own:
-		// AM and task containers, and the pods Weft's scheduler binds.
-		for _, n := range nodes {
-			if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied),
-				Cordoned: n.CooldownUntil > now.UnixMilli()}); err != nil {
-				return err
-			}
-		}
-		// Every application past admission, asking or not: queues' usage,
-		// and the allocations preemption may take back, are all of them;
-		// an accepted application's AM pod may be waiting for a node.
-		live := snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppAccepted, records.AppRunning}})
-		for _, app := range live {
-			if app.CurrentAttempt == 0 {
-				continue
-			}
-			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
-			if err := a.addAttempt(w, snap, attempt, asks[attempt], pending, where); err != nil {
-				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
-			}
-		}
-		var err error
-		pods, err = a.addPods(w, snap, nodes, where)
-		return err
-	})
+	pods, err := a.sync(snap, nodes, h, now, where, changed)
 	if err != nil {
 		return 0, err
 	}
+	st, pending := a.view.st, a.view.pending
 	a.tellRefused(pods)
 	waiting := map[string]int{}
 	for _, p := range pending {
@@ -307,8 +289,10 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	result, err := st.ApplyPlan(plan)
 	if err != nil {
+		a.view.markAll()
 		return 0, err
 	}
+	a.markPlanned(result, pending)
 	if err := a.notifyVictims(ctx, result.Preempted, pods); err != nil {
 		return 0, err
 	}
@@ -367,10 +351,29 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	return granted, nil
 }
 
+// markPlanned marks the applications a plan wrote to: its placements and
+// victims in the view are the scheduler's guess of what the RM will
+// record, so they are derived again from what it did record, whatever
+// happens to the grants.
+func (a *Allocator) markPlanned(result *objects.PlanResult, pending map[string]pendingRequest) {
+	for _, u := range result.Applied {
+		for _, pl := range u.Placements {
+			if p, ok := pending[pl.RequestID]; ok {
+				a.view.markApp(p.attempt.App)
+			}
+		}
+	}
+	for _, v := range result.Preempted {
+		if id, err := records.ParseContainerID(v.AllocationID); err == nil {
+			a.view.markApp(id.Attempt.App)
+		}
+	}
+}
+
 // addAttempt puts one attempt's application, live containers and pending
-// asks into the scheduler's store.
-func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int, pending map[string]pendingRequest,
-	where *constraints) error {
+// asks into the scheduler's store, handing each ask's request to pending.
+func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt records.AttemptID, asks map[askKey]int,
+	pending func(id string, p pendingRequest), where *constraints) error {
 	app := snap.Application(attempt.App)
 	if app == nil || (app.State != records.AppRunning && app.State != records.AppAccepted) || app.CurrentAttempt != attempt.ID {
 		return fmt.Errorf("not running")
@@ -443,7 +446,7 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 				Nodes: where.forPod(containerPod)}); err != nil {
 				return err
 			}
-			pending[id] = pendingRequest{attempt: attempt, key: k, tier: string(tier), queue: q.Path}
+			pending(id, pendingRequest{attempt: attempt, key: k, tier: string(tier), queue: q.Path})
 		}
 	}
 	return nil
@@ -512,13 +515,12 @@ func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes
 			deadlines[n.ID] = t
 		}
 	}
-	if len(deadlines) == 0 {
-		return nil
-	}
-	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
-		for _, c := range snap.ContainersOfApp(app.ID) {
-			deadline, ok := deadlines[c.Node]
-			if !ok || c.ID.ID == 1 || c.State == records.ContainerComplete || c.PreemptDeadline != 0 {
+	for node, deadline := range deadlines {
+		for _, c := range snap.ContainersOnNode(node) {
+			if c.ID.ID == 1 || c.State == records.ContainerComplete || c.PreemptDeadline != 0 {
+				continue
+			}
+			if app := snap.Application(c.ID.Attempt.App); app == nil || app.State != records.AppRunning {
 				continue
 			}
 			marked, err := a.mgr.PreemptContainer(ctx, c.ID, deadline)
@@ -538,16 +540,17 @@ func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes
 // launcher then deletes their pods.
 func (a *Allocator) killDuePreemptions(ctx context.Context, snap *state.Snapshot) error {
 	now := a.opts.Now().UnixMilli()
-	for _, app := range snap.Applications(state.ApplicationFilter{States: []records.AppState{records.AppRunning}}) {
-		for _, c := range snap.ContainersOfApp(app.ID) {
-			if c.PreemptDeadline == 0 || c.PreemptDeadline > now || c.State == records.ContainerComplete {
-				continue
-			}
-			if _, err := a.mgr.CompleteContainer(ctx, c.ID, records.ExitPreempted, "Container preempted by scheduler"); err != nil {
-				return err
-			}
-			a.opts.Logger.Info("killed preempted container", "container", c.ID.String())
+	for _, c := range snap.PreemptingContainers() {
+		if c.PreemptDeadline > now {
+			continue
 		}
+		if app := snap.Application(c.ID.Attempt.App); app == nil || app.State != records.AppRunning {
+			continue
+		}
+		if _, err := a.mgr.CompleteContainer(ctx, c.ID, records.ExitPreempted, "Container preempted by scheduler"); err != nil {
+			return err
+		}
+		a.opts.Logger.Info("killed preempted container", "container", c.ID.String())
 	}
 	return nil
 }

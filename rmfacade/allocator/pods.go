@@ -67,6 +67,12 @@ type podCycle struct {
 	// refusals are pods to tell why they are not scheduled, once the
 	// store's write is over (it must not wait on the API server).
 	refusals []refusal
+	// What the cycle wrote for the pods into the view, which the next
+	// undoes (undoPods): the pods' applications, AM pods' requests, and
+	// what placed pods out of any queue hold on their nodes.
+	apps       []string
+	amRequests []string
+	charges    map[string]quota.Resource
 }
 
 type refusal struct {
@@ -79,7 +85,7 @@ type refusal struct {
 // are not this RM's YARN containers (those come from the RM's records) as
 // allocations.
 func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node, where *constraints) (*podCycle, error) {
-	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}}
+	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, charges: map[string]quota.Resource{}}
 	if a.opts.Pods == nil {
 		return pc, nil
 	}
@@ -96,11 +102,11 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 		if !ok || w.Node(node) == nil {
 			continue // on a node Weft does not schedule onto now
 		}
-		appID, tier, err := a.podApp(w, p)
+		appID, tier, err := a.podApp(w, pc, p)
 		if err != nil {
 			// Placed, but no longer in a queue (its queue was removed):
 			// it still holds the node's capacity, as others' pods do.
-			if err := a.chargeOthers(w, node, a.podResource(p)); err != nil {
+			if err := a.chargeOthers(w, pc, node, a.podResource(p)); err != nil {
 				return nil, err
 			}
 			continue
@@ -124,10 +130,11 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 				return nil, err
 			}
 			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: objects.TierHigh}
+			pc.amRequests = append(pc.amRequests, podID(p))
 			continue
 		}
 		waiting[p.UID] = true
-		appID, tier, err := a.podApp(w, p)
+		appID, tier, err := a.podApp(w, pc, p)
 		if err != nil {
 			pc.refusals = append(pc.refusals, refusal{pod: p, reason: "FailedScheduling", message: err.Error()})
 			continue
@@ -148,15 +155,16 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 }
 
 // chargeOthers counts r among what others hold on a node.
-func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resource) error {
+func (a *Allocator) chargeOthers(w *schedstate.Txn, pc *podCycle, node string, r quota.Resource) error {
 	n := *w.Node(node)
 	n.NonWeftUsed = n.NonWeftUsed.Add(r)
+	pc.charges[node] = pc.charges[node].Add(r)
 	return w.UpsertNode(&n)
 }
 
 // podApp files a pod that is not a YARN container under its application,
 // created in its queue if this is the application's first pod.
-func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, objects.Tier, error) {
+func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (string, objects.Tier, error) {
 	qname := p.Labels[LabelQueue]
 	if qname == "" {
 		qname = "root.default"
@@ -184,6 +192,7 @@ func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, objects.Ti
 	if err != nil {
 		return "", 0, err
 	}
+	pc.apps = append(pc.apps, id)
 	return id, tier, nil
 }
 

@@ -377,6 +377,12 @@ func (r reader) NodesChanged() <-chan struct{} {
 	return it.WatchCh()
 }
 
+// PreemptingContainers returns the live containers under a preemption
+// notice (PreemptDeadline set, not complete).
+func (r reader) PreemptingContainers() []*records.Container {
+	return all[records.Container](r, TableContainers, "preempting", "notified")
+}
+
 // ContainersOnNode returns the containers placed on a node, any state.
 func (r reader) ContainersOnNode(node string) []*records.Container {
 	return all[records.Container](r, TableContainers, "node", node)

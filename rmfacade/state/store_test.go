@@ -308,3 +308,45 @@ func TestSubscribe(t *testing.T) {
 		t.Fatalf("subscriber saw %+v, want %+v", got, want)
 	}
 }
+
+// PreemptingContainers lists exactly the live containers under a notice:
+// one gains it when notified and leaves it when it completes.
+func TestPreemptingContainers(t *testing.T) {
+	s, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	app := records.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}
+	c := func(id int64, deadline int64, st records.ContainerState) *records.Container {
+		return &records.Container{ID: records.ContainerID{Attempt: records.AttemptID{App: app, ID: 1}, ID: id}, State: st, PreemptDeadline: deadline}
+	}
+	put := func(cs ...*records.Container) {
+		t.Helper()
+		if err := s.Update(func(w *WriteTxn) error {
+			for _, c := range cs {
+				if err := w.PutContainer(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func() (out []int64) {
+		for _, c := range s.Snapshot().PreemptingContainers() {
+			out = append(out, c.ID.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	put(c(2, 0, records.ContainerRunning), c(3, 5, records.ContainerRunning), c(4, 5, records.ContainerComplete))
+	if got := ids(); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("preempting %v, want [3]", got)
+	}
+	put(c(2, 9, records.ContainerRunning), c(3, 5, records.ContainerComplete))
+	if got := ids(); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("after 2 is notified and 3 completes: preempting %v, want [2]", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -19,8 +20,10 @@ var ErrNotFound = errors.New("not found")
 // Store holds the scheduler's state. All writes go through Update or
 // ApplyPlan, one at a time; reads go through snapshots and never block.
 type Store struct {
-	db    *memdb.MemDB
-	queue *quota.Hierarchy
+	db *memdb.MemDB
+	// queue is the hierarchy writes are checked against; SetHierarchy
+	// replaces it while snapshots are taken.
+	queue atomic.Pointer[quota.Hierarchy]
 	// writeMu serialises writers. memdb allows one write transaction at
 	// a time anyway; holding our own lock lets ApplyPlan validate and
 	// write in one critical section.
@@ -34,7 +37,8 @@ func New(h *quota.Hierarchy) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: schema: %w", err)
 	}
-	s := &Store{db: db, queue: h}
+	s := &Store{db: db}
+	s.queue.Store(h)
 	tx := db.Txn(true)
 	defer tx.Abort()
 	for _, p := range h.Paths() {
@@ -50,11 +54,30 @@ func New(h *quota.Hierarchy) (*Store, error) {
 }
 
 // Hierarchy returns the queue hierarchy the store enforces.
-func (s *Store) Hierarchy() *quota.Hierarchy { return s.queue }
+func (s *Store) Hierarchy() *quota.Hierarchy { return s.queue.Load() }
+
+// ErrQueuesChanged is returned by SetHierarchy for a hierarchy of other
+// queues than the store's.
+var ErrQueuesChanged = errors.New("the queues changed")
+
+// SetHierarchy replaces the queues' quotas, for a store kept from one
+// cycle to the next while the quotas move with the cluster's size and the
+// queues' time windows. The queues must be the same (their usage rows
+// stay); a new tree needs a new store. Snapshots taken before keep the
+// hierarchy they were taken with.
+func (s *Store) SetHierarchy(h *quota.Hierarchy) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if !slices.Equal(s.queue.Load().Paths(), h.Paths()) {
+		return fmt.Errorf("state: set hierarchy: %w", ErrQueuesChanged)
+	}
+	s.queue.Store(h)
+	return nil
+}
 
 // Snapshot returns a consistent read-only view.
 func (s *Store) Snapshot() *Snapshot {
-	return &Snapshot{reader{tx: s.db.Txn(false), queue: s.queue}}
+	return &Snapshot{reader{tx: s.db.Txn(false), queue: s.queue.Load()}}
 }
 
 // Update runs fn in the single write transaction at the next store index.
@@ -72,7 +95,7 @@ func (s *Store) Update(fn func(*Txn) error) error {
 
 func (s *Store) begin() *Txn {
 	tx := s.db.Txn(true)
-	r := reader{tx: tx, queue: s.queue}
+	r := reader{tx: tx, queue: s.queue.Load()}
 	return &Txn{reader: r, index: r.Index() + 1}
 }
 

@@ -1,0 +1,100 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+)
+
+// BenchmarkCycle is a cycle of a busy RM — 1,000 nodes, 1,000 running
+// applications in 20 queues holding 100 containers each — with the
+// scheduler's view kept from the last cycle (kept) and built afresh as
+// every cycle built it before issue 18 (rebuilt), when nothing changed
+// (idle: a cycle still runs every second) and when one application asks
+// for one more container (one-ask: the cycle places and grants it). The
+// ratio of the two is the view's gain:
+//
+//	go test ./rmfacade/allocator -run '^$' -bench Cycle -benchtime 20x
+func BenchmarkCycle(b *testing.B) {
+	const nodes, apps, perApp, queues = 1000, 1000, 100, 20
+	ctx := context.Background()
+	st, err := state.OpenMemory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	cfg := []quota.QueueConfig{{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"}}
+	for q := range queues {
+		cfg = append(cfg, quota.QueueConfig{Path: fmt.Sprintf("root.q%02d", q), Capacity: 100.0 / queues, MaxCapacity: 100})
+	}
+	tree, err := quota.NewTree(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	for i := range nodes {
+		id := fmt.Sprintf("n%04d", i)
+		if err := mgr.PutNode(&records.Node{ID: id, Host: id, HTTPAddress: id + ":8042", State: records.NodeRunning,
+			Capability: records.Resource{MemoryMB: 256 << 10, VCores: 128}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var attempts []records.AttemptID
+	for i := range apps {
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "u", Queue: fmt.Sprintf("q%02d", i%queues), UnmanagedAM: true}); err != nil {
+			b.Fatal(err)
+		}
+		at := records.AttemptID{App: id, ID: 1}
+		if _, err := mgr.RegisterAM(ctx, at, "h", 1, ""); err != nil {
+			b.Fatal(err)
+		}
+		grants := make([]rm.Grant, perApp)
+		for j := range grants {
+			n := fmt.Sprintf("n%04d", (i*perApp+j)%nodes)
+			grants[j] = rm.Grant{Node: n, NodeHTTP: n + ":8042", Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Priority: 1, Tier: "low"}
+		}
+		if _, err := mgr.AllocateContainers(ctx, at, grants); err != nil {
+			b.Fatal(err)
+		}
+		attempts = append(attempts, at)
+	}
+	a := New(mgr, Options{Logger: quiet})
+	if _, err := a.Cycle(ctx); err != nil {
+		b.Fatal(err)
+	}
+	oneMore := []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)},
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(1)}}
+	for _, work := range []string{"idle", "one-ask"} {
+		for _, view := range []string{"kept", "rebuilt"} {
+			b.Run(work+"/"+view, func(b *testing.B) {
+				for i := range b.N {
+					if work == "one-ask" {
+						a.Update(attempts[i%apps], oneMore)
+					}
+					if view == "rebuilt" {
+						a.view.markAll()
+					}
+					granted, err := a.Cycle(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if want := map[string]int{"idle": 0, "one-ask": 1}[work]; granted != want {
+						b.Fatalf("granted %d containers, want %d", granted, want)
+					}
+				}
+			})
+		}
+	}
+}

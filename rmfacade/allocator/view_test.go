@@ -1,0 +1,351 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/scheduler/podbinder"
+	schedstate "github.com/weft-sh/weft/scheduler/state"
+	"github.com/weft-sh/weft/translator"
+)
+
+// The view kept from cycle to cycle by the RM store's changes must be,
+// at the start of every cycle, exactly the store a cycle would build from
+// scratch over the same RM state and asks. Seeded random runs of what an
+// RM sees — submissions, asks raised and lowered, cycles granting and
+// preempting, containers completing, kills, queue moves, nodes lost and
+// back, cooling down, taken by other pods — compare the two after every
+// step.
+func TestViewMatchesARebuild(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { checkViewAgainstRebuild(t, seed, 150) })
+	}
+}
+
+func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	st, err := state.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree([]quota.QueueConfig{
+		{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"},
+		{Path: "root.a", Capacity: 30, MaxCapacity: 100},
+		{Path: "root.b", Capacity: 70, MaxCapacity: 100},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	clock := func() time.Time { return now }
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet, Now: clock})
+	pods := &podsAtBoundary{}
+	opts := Options{Logger: quiet, Now: clock, PreemptionGrace: 3 * time.Second, Pods: pods, Profile: translator.Plain}
+	a := New(mgr, opts)
+
+	node := func(i int) *records.Node {
+		id := fmt.Sprintf("n%d", i)
+		return &records.Node{ID: id, Host: id, HTTPAddress: id + ":8042", State: records.NodeRunning,
+			Capability: records.Resource{MemoryMB: 8192, VCores: 8}}
+	}
+	for i := range 4 {
+		put(t, mgr, node(i))
+	}
+	var attempts []records.AttemptID
+	live := func() []records.AttemptID {
+		var out []records.AttemptID
+		for _, at := range attempts {
+			if app := mgr.Snapshot().Application(at.App); app != nil && !app.State.Terminal() {
+				out = append(out, at)
+			}
+		}
+		return out
+	}
+	pick := func(ids []records.AttemptID) (records.AttemptID, bool) {
+		if len(ids) == 0 {
+			return records.AttemptID{}, false
+		}
+		return ids[rng.IntN(len(ids))], true
+	}
+	ask := func(at records.AttemptID, prio int32, n int) {
+		a.Update(at, []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(prio)},
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(int32(n))}})
+	}
+	steps_ := []struct {
+		name string
+		do   func() error
+	}{
+		{"submit", func() error {
+			id := mgr.NewApplicationID()
+			queue := []string{"a", "b"}[rng.IntN(2)]
+			if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: queue, UnmanagedAM: true}); err != nil {
+				return err
+			}
+			at := records.AttemptID{App: id, ID: 1}
+			attempts = append(attempts, at)
+			if rng.IntN(4) == 0 {
+				return nil // ACCEPTED, not registered yet
+			}
+			_, err := mgr.RegisterAM(ctx, at, "h", 1, "")
+			return err
+		}},
+		{"ask", func() error {
+			if at, ok := pick(live()); ok {
+				ask(at, int32(1+rng.IntN(2)), rng.IntN(6))
+			}
+			return nil
+		}},
+		{"cycle", func() error { _, err := a.Cycle(ctx); return err }},
+		{"cycle", func() error { _, err := a.Cycle(ctx); return err }},
+		{"complete a container", func() error {
+			at, ok := pick(live())
+			if !ok {
+				return nil
+			}
+			var running []*records.Container
+			for _, c := range mgr.Snapshot().ContainersOfAttempt(at) {
+				if c.State != records.ContainerComplete {
+					running = append(running, c)
+				}
+			}
+			if len(running) == 0 {
+				return nil
+			}
+			_, err := mgr.CompleteContainer(ctx, running[rng.IntN(len(running))].ID, 0, "done")
+			return err
+		}},
+		{"kill", func() error {
+			if at, ok := pick(live()); ok && rng.IntN(3) == 0 {
+				_, err := mgr.Kill(ctx, at.App, "alice", "")
+				a.Forget(at)
+				return err
+			}
+			return nil
+		}},
+		{"move", func() error {
+			if at, ok := pick(live()); ok {
+				_ = mgr.Move(ctx, at.App, "alice", []string{"a", "b"}[rng.IntN(2)]) // refused for a finished one
+			}
+			return nil
+		}},
+		{"node lost or back", func() error {
+			n := node(rng.IntN(5))
+			if rng.IntN(2) == 0 {
+				// Its containers stay in the RM's records until their
+				// pods are found gone.
+				n.State = []records.NodeState{records.NodeLost, records.NodeUnhealthy}[rng.IntN(2)]
+			}
+			return mgr.PutNode(n)
+		}},
+		{"node cools down", func() error {
+			n := node(rng.IntN(4))
+			n.CooldownUntil = now.Add(time.Duration(1+rng.IntN(3)) * time.Second).UnixMilli()
+			return mgr.PutNode(n)
+		}},
+		{"others' pods on a node", func() error {
+			n := node(rng.IntN(4))
+			n.Occupied = records.Resource{MemoryMB: int64(rng.IntN(4)) * 1024, VCores: int32(rng.IntN(4))}
+			return mgr.PutNode(n)
+		}},
+		{"a pod names Weft's scheduler", func() error {
+			labels := map[string]string{}
+			switch rng.IntN(4) {
+			case 0:
+				labels[LabelQueue] = "root.a"
+			case 1:
+				labels[LabelQueue], labels[LabelApp] = "b", "job"+fmt.Sprint(rng.IntN(3))
+			case 2:
+				labels[LabelQueue] = "gone" // refused; if placed, charged to its node
+			}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", rng.Int()), Namespace: "batch", Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")}}}}}}
+			if rng.IntN(3) == 0 {
+				p.Spec.NodeName = fmt.Sprintf("n%d", rng.IntN(4)) // placed before this RM (a restart)
+			}
+			pods.add(p)
+			return nil
+		}},
+		{"a pod ends", func() error { pods.removeOne(rng); return nil }},
+		{"time passes", func() error { now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond); return nil }},
+	}
+	for i := range steps {
+		s := steps_[rng.IntN(len(steps_))]
+		if err := s.do(); err != nil {
+			t.Fatalf("step %d (%s): %v", i, s.name, err)
+		}
+		kept := syncView(t, a)
+		fresh := New(mgr, opts)
+		a.mu.Lock()
+		for at, m := range a.asks {
+			fresh.asks[at] = maps.Clone(m)
+		}
+		a.mu.Unlock()
+		built := syncView(t, fresh)
+		if kept != built {
+			t.Fatalf("step %d (%s): the kept view differs from a rebuild\n%s", i, s.name, lineDiff(kept, built))
+		}
+		if got, want := slices.Sorted(maps.Keys(a.view.pending)), slices.Sorted(maps.Keys(fresh.view.pending)); !slices.Equal(got, want) {
+			t.Fatalf("step %d (%s): pending asks %v, a rebuild has %v", i, s.name, got, want)
+		}
+	}
+}
+
+// podsAtBoundary stands for the API server's pods that name Weft's
+// scheduler.
+type podsAtBoundary struct {
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+func (f *podsAtBoundary) add(p *corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p.UID = types.UID(p.Namespace + "/" + p.Name)
+	f.pods = append(f.pods, p)
+}
+
+func (f *podsAtBoundary) removeOne(rng *rand.Rand) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pods) > 0 {
+		i := rng.IntN(len(f.pods))
+		f.pods = slices.Delete(f.pods, i, i+1)
+	}
+}
+
+func (f *podsAtBoundary) Pods() (pending, bound []*corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.pods {
+		if p.Spec.NodeName == "" {
+			pending = append(pending, p)
+		} else {
+			bound = append(bound, p)
+		}
+	}
+	return pending, bound
+}
+
+func (f *podsAtBoundary) Bind(_ context.Context, bs []podbinder.Binding) []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range bs {
+		for _, p := range f.pods {
+			if p.UID == b.UID {
+				p.Spec.NodeName = b.Node
+			}
+		}
+	}
+	return make([]error, len(bs))
+}
+
+func (f *podsAtBoundary) BindAsync(ctx context.Context, bs []podbinder.Binding, done func([]error)) {
+	done(f.Bind(ctx, bs))
+}
+
+func (f *podsAtBoundary) Event(context.Context, *corev1.Pod, string, string) {}
+
+func (f *podsAtBoundary) Preempt(_ context.Context, p *corev1.Pod, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods = slices.DeleteFunc(f.pods, func(q *corev1.Pod) bool { return q == p })
+	return nil
+}
+
+// syncView brings a's view up to the RM's store as a cycle does before
+// deciding, and returns the view's content.
+func syncView(t *testing.T, a *Allocator) string {
+	t.Helper()
+	a.cycleMu.Lock()
+	defer a.cycleMu.Unlock()
+	now := a.opts.Now()
+	changed := a.view.take()
+	snap := a.mgr.Snapshot()
+	nodes := snap.Nodes(records.NodeRunning)
+	var cluster quota.Resource
+	for _, n := range nodes {
+		cluster.AddInPlace(toQuota(n.Capability))
+	}
+	quotas, err := a.opts.Quotas(cluster, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := quota.NewHierarchy(quotas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.sync(snap, nodes, h, now, newConstraints(nodes, a.opts.Nodes), changed); err != nil {
+		t.Fatal(err)
+	}
+	return dumpStore(a.view.st.Snapshot())
+}
+
+// dumpStore prints what a scheduling cycle reads of a store, without the
+// store's own indexes.
+func dumpStore(s *schedstate.Snapshot) string {
+	var b strings.Builder
+	for _, n := range s.Nodes() {
+		fmt.Fprintf(&b, "node %s allocatable=%v others=%v allocated=%v releasing=%v cordoned=%v\n",
+			n.ID, n.Allocatable, n.NonWeftUsed, n.Allocated, n.Releasing, n.Cordoned)
+	}
+	h := s.Hierarchy()
+	for _, p := range h.Paths() {
+		if q := s.QueueUsage(p); q != nil {
+			fmt.Fprintf(&b, "queue %s used=%v pending=%v releasing=%v\n", p, q.Used, q.Pending, q.Releasing)
+		}
+	}
+	for _, leaf := range h.Leaves() {
+		for _, app := range s.ApplicationsInQueue(leaf) {
+			fmt.Fprintf(&b, "app %s queue=%s user=%s priority=%d reserve=%v min=%d\n", app.ID, app.Queue, app.User, app.Priority, app.Reserve, app.MinMembers)
+			for _, r := range s.RequestsOfApp(app.ID) {
+				fmt.Fprintf(&b, "  request %s tier=%v resource=%v nodes=%v\n", r.ID, r.Tier, r.Resource, r.Nodes)
+			}
+		}
+	}
+	for _, al := range s.Allocations() {
+		fmt.Fprintf(&b, "allocation %s app=%s queue=%s node=%s tier=%v resource=%v preempting=%v\n",
+			al.ID, al.AppID, al.Queue, al.NodeID, al.Tier, al.Resource, al.Preempting)
+	}
+	return b.String()
+}
+
+// lineDiff shows the lines only one side has.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var b strings.Builder
+	for _, l := range g {
+		if !slices.Contains(w, l) {
+			b.WriteString("- kept:    " + l + "\n")
+		}
+	}
+	for _, l := range w {
+		if !slices.Contains(g, l) {
+			b.WriteString("+ rebuilt: " + l + "\n")
+		}
+	}
+	return b.String()
+}
