@@ -80,6 +80,32 @@ func startKubeAPI(n int) (*kubeAPI, error) {
 	mux.HandleFunc("GET /api/v1/namespaces/{ns}/pods", func(w http.ResponseWriter, r *http.Request) {
 		k.serve(w, r, "pods in "+r.PathValue("ns"), emptyPods)
 	})
+	// Discovery, for controller-runtime's REST mapper: the core group and
+	// the kinds weft-rm's controllers read; no other group (a Queue CRD
+	// absent, as on a cluster where Weft runs with --queues).
+	discovery := map[string]any{
+		"/api": metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: k.addr}}},
+		"/apis": metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
+		"/api/v1": metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
+			APIResources: []metav1.APIResource{
+				{Name: "nodes", SingularName: "node", Namespaced: false, Kind: "Node", Verbs: metav1.Verbs{"get", "list", "watch", "patch", "update"}},
+				{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"create", "delete", "get", "list", "watch", "patch", "update"}},
+				{Name: "secrets", SingularName: "secret", Namespaced: true, Kind: "Secret", Verbs: metav1.Verbs{"create", "delete", "get", "list", "watch", "update"}},
+				{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"create", "delete", "get", "list", "watch", "update"}},
+				{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event", Verbs: metav1.Verbs{"create", "patch", "list", "watch"}},
+			}},
+	}
+	for path, doc := range discovery {
+		body, err := json.Marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		k.mu.Lock()
 		k.unknown[r.Method+" "+r.URL.Path]++
