@@ -5,7 +5,7 @@ import (
 	"time"
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/rmfacade/records"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/translator"
 )

@@ -31,7 +31,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
 	"github.com/weft-sh/weft/bigdataplugin/shuffle"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
 )
