@@ -2,7 +2,7 @@ package translator
 
 import (
 	"fmt"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"regexp"
 	"sort"
 	"strconv"

@@ -6,7 +6,7 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	"github.com/weft-sh/weft/protos/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 func remoteClass(err error) string {

@@ -16,7 +16,7 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/protos/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/translator"
 )
 

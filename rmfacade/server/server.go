@@ -28,6 +28,7 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/allocator"
@@ -37,7 +38,6 @@ import (
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/podsync"
 	"github.com/weft-sh/weft/rmfacade/queuesync"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"

@@ -11,7 +11,7 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
