@@ -28,10 +28,10 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/janitor"
 	"github.com/weft-sh/weft/bigdataplugin/localizer"
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
 	"github.com/weft-sh/weft/bigdataplugin/shuffle"
 	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
 )
