@@ -9,8 +9,8 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
+	"github.com/weft-sh/weft/protos/memkey"
 	"github.com/weft-sh/weft/scheduler/objects"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // Table names.

@@ -8,9 +8,9 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
+	"github.com/weft-sh/weft/protos/memkey"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // ErrNotFound is wrapped by writes that name a missing object.
