@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/weft-sh/weft/test/kube/images"
+	"github.com/weft-sh/weft/deploy/images"
 )
 
 func main() {
