@@ -171,7 +171,7 @@ deploy: helm
 # into kind with `kind load image-archive`.
 WEFT_KUBE_STATE ?= $(HOME)/.cache/weft/kube
 images:
-	$(GO) run ./test/kube/cmd/kube-images -address $(WEFT_KUBE_STATE)/containerd/containerd.sock -dir $(WEFT_KUBE_STATE)/images -weft
+	$(GO) run ./cmd/kube-images -address $(WEFT_KUBE_STATE)/containerd/containerd.sock -dir $(WEFT_KUBE_STATE)/images -weft
 
 clean:
 	rm -rf $(BIN)

@@ -309,7 +309,7 @@ func BuildWeftImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+	imgs := exec.CommandContext(ctx, "go", "run", "./cmd/kube-images", "-address", kube.ContainerdAddress(),
 		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
 	imgs.Dir = root
 	if out, err := imgs.CombinedOutput(); err != nil {
