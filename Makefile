@@ -105,7 +105,7 @@ sim:
 # DistributedShell job run through Weft by Hadoop's own client; prints
 # where to look and keeps HDFS up until Ctrl-C.
 run:
-	@$(GO) build -o $(BIN)/weft-demo ./test/kube/cmd/weft-demo
+	@$(GO) build -o $(BIN)/weft-demo ./cmd/weft-demo
 	@# Run directly, not through go run, which exits 1 after Ctrl-C even when
 	@# the demo stops cleanly.
 	$(BIN)/weft-demo
