@@ -35,6 +35,27 @@ var Rules = []Rule{
 			"The one exception is make run's demo, which runs on that local cluster (test/kube) with a MiniDFSCluster (test/hadoop)",
 	},
 	{
+		Name: "the scheduler's core links no Kubernetes", From: []string{"scheduler/..."},
+		Except: []string{"scheduler/podbinder/...", "scheduler/tide/...", "scheduler/sim/..."}, Forbid: kubernetes, Linked: true,
+		Why: "it plans over plain objects, so it runs and is tested without an API server; podbinder and the tide are its Kubernetes side, " +
+			"and scheduler/sim replays the tide's and the node agent's controllers (only weft-sim imports it)",
+	},
+	{
+		Name: "quota's arithmetic links no Kubernetes", From: []string{"quota/..."}, Except: []string{"quota/api/...", "quota/crd/..."},
+		Forbid: kubernetes, Linked: true,
+		Why: "the scheduler imports it on its hot path; the Queue CRD and its mapping are quota/api and quota/crd",
+	},
+	{
+		Name: "quota imports no room but protos", From: []string{"quota/..."},
+		Forbid: rooms, Allow: []string{"protos/...", "quota/..."},
+		Why: "the RM and the scheduler share its queues and quantities; the YARN records it builds them from are protos/yarn/records",
+	},
+	{
+		Name: "translator imports no room but protos", From: []string{"translator/..."},
+		Forbid: rooms, Allow: []string{"protos/...", "translator/..."},
+		Why: "the RM, the node plugin and the tide share its mapping of YARN onto pods; it maps the records of protos/yarn/records",
+	},
+	{
 		Name: "the scheduler reaches no facade", From: []string{"scheduler/..."}, Except: []string{"scheduler/sim/..."},
 		Forbid: []string{"rmfacade/...", "bigdataplugin/...", "cmd/..."},
 		Why:    "the scheduler is the RM's and the tide's engine, below both: the facade adapts YARN to it, not the other way round",
