@@ -14,6 +14,7 @@ import (
 	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -39,7 +40,7 @@ func FuzzNMProtocol(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ids := []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(container)}
+	ids := []*yarnpb.ContainerIdProto{wire.ContainerID(container)}
 	ipctest.FuzzMethods(f, newService, []*ipc.Caller{
 		{User: attemptA.String(), Auth: ipc.AuthToken, TokenIdentifier: nm.GetIdentifier()}, {User: "alice", Auth: ipc.AuthSimple},
 	}, map[string][]proto.Message{

@@ -22,6 +22,7 @@ import (
 	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
 )
@@ -125,23 +126,23 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 		if err != nil {
 			id := &yarnpb.ContainerIdProto{}
 			if grant != nil {
-				id = nmtokens.ContainerIDProto(grant.Container)
+				id = wire.ContainerID(grant.Container)
 			}
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)})
 			continue
 		}
 		if err := s.registerServices(grant, r.GetContainerLaunchContext()); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
-				ContainerId: nmtokens.ContainerIDProto(grant.Container), Exception: serialized(err)})
+				ContainerId: wire.ContainerID(grant.Container), Exception: serialized(err)})
 			continue
 		}
 		if err := s.start(ctx, who, grant, r.GetContainerLaunchContext()); err != nil {
 			s.opts.Logger.Warn("start container failed", "container", grant.Container.String(), "err", err)
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
-				ContainerId: nmtokens.ContainerIDProto(grant.Container), Exception: serialized(err)})
+				ContainerId: wire.ContainerID(grant.Container), Exception: serialized(err)})
 			continue
 		}
-		resp.SucceededRequests = append(resp.SucceededRequests, nmtokens.ContainerIDProto(grant.Container))
+		resp.SucceededRequests = append(resp.SucceededRequests, wire.ContainerID(grant.Container))
 	}
 	return resp, nil
 }
@@ -243,7 +244,7 @@ func (s *Service) stopContainers(ctx context.Context, req *yarnpb.StopContainers
 	}
 	resp := &yarnpb.StopContainersResponseProto{}
 	for _, p := range req.GetContainerId() {
-		c := nmtokens.ContainerIDOf(p)
+		c := wire.ContainerIDOf(p)
 		err := authorize(who, c)
 		if err == nil {
 			err = s.client.CoreV1().Pods(s.opts.Namespace).Delete(ctx, translator.PodName(c.String()), metav1.DeleteOptions{})
@@ -267,7 +268,7 @@ func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetConta
 	}
 	resp := &yarnpb.GetContainerStatusesResponseProto{}
 	for _, p := range req.GetContainerId() {
-		c := nmtokens.ContainerIDOf(p)
+		c := wire.ContainerIDOf(p)
 		err := authorize(who, c)
 		var pod *corev1.Pod
 		if err == nil {

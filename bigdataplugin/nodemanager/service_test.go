@@ -17,6 +17,7 @@ import (
 	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -132,7 +133,7 @@ func TestStartStatusStop(t *testing.T) {
 
 	status := func() *yarnpb.ContainerStatusProto {
 		resp := &yarnpb.GetContainerStatusesResponseProto{}
-		call(t, c, "getContainerStatuses", &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(mine)}}, resp)
+		call(t, c, "getContainerStatuses", &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{wire.ContainerID(mine)}}, resp)
 		if len(resp.GetStatus()) != 1 {
 			t.Fatalf("statuses %v", resp)
 		}
@@ -163,7 +164,7 @@ func TestStartStatusStop(t *testing.T) {
 
 	stop := &yarnpb.StopContainersResponseProto{}
 	call(t, c, "stopContainers", &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{
-		nmtokens.ContainerIDProto(mine), nmtokens.ContainerIDProto(records.ContainerID{Attempt: attemptB, ID: 2})}}, stop)
+		wire.ContainerID(mine), wire.ContainerID(records.ContainerID{Attempt: attemptB, ID: 2})}}, stop)
 	if len(stop.GetSucceededRequests()) != 1 || len(stop.GetFailedRequests()) != 1 {
 		t.Errorf("stop %v", stop)
 	}

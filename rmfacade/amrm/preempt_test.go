@@ -18,6 +18,7 @@ import (
 	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -185,7 +186,7 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 		resp := allocate(a, 0)
 		var victim string
 		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
-			if id := nmtokens.ContainerIDOf(pc.GetId()).String(); !gone[id] {
+			if id := wire.ContainerIDOf(pc.GetId()).String(); !gone[id] {
 				victim = id
 			}
 		}
@@ -214,14 +215,14 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 		clock.Add(25 * time.Second)
 		cycle()
 		resp = allocate(a, 0)
-		if st := resp.GetCompletedContainerStatuses(); len(st) != 1 || nmtokens.ContainerIDOf(st[0].GetContainerId()).String() != victim ||
+		if st := resp.GetCompletedContainerStatuses(); len(st) != 1 || wire.ContainerIDOf(st[0].GetContainerId()).String() != victim ||
 			st[0].GetExitStatus() != records.ExitPreempted {
 			t.Fatalf("round %d: completed %v, want the victim PREEMPTED", round, st)
 		}
 		// (B's elastic container may already have its victim named:
 		// its minimum was placed in the same cycle.)
 		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
-			if nmtokens.ContainerIDOf(pc.GetId()).String() == victim {
+			if wire.ContainerIDOf(pc.GetId()).String() == victim {
 				t.Errorf("round %d: the killed victim is still announced", round)
 			}
 		}

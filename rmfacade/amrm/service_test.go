@@ -15,6 +15,7 @@ import (
 	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -226,7 +227,7 @@ func TestGrantsContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Container != nmtokens.ContainerIDOf(ct.GetId()) || g.User != "alice" {
+		if g.Container != wire.ContainerIDOf(ct.GetId()) || g.User != "alice" {
 			t.Errorf("token grants %+v", g)
 		}
 		if _, err := f.keys.VerifyContainerToken(ct.GetContainerToken(), "node-b:8041"); class(err) != ipc.ClassInvalidToken {
