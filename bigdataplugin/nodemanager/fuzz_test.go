@@ -36,7 +36,7 @@ func FuzzNMProtocol(f *testing.F) {
 	}
 	container := records.ContainerID{Attempt: attemptA, ID: 2}
 	token, err := keys.ContainerToken(nmtokens.ContainerGrant{Container: container, NodeID: "node-a:8041", User: "alice",
-		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Hour), Tier: "low", Queue: "root.default"})
+		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Hour), Tier: records.TierLow, Queue: "root.default"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -6,6 +6,7 @@
 package nodemanager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,10 +176,7 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 	for _, kv := range clc.GetEnvironment() {
 		env[kv.GetKey()] = kv.GetValue()
 	}
-	tier := translator.Tier(g.Tier)
-	if tier == "" {
-		tier = translator.TierLow
-	}
+	tier := cmp.Or(g.Tier, records.TierLow)
 	pod, err := s.opts.Profile.Pod(translator.ContainerSpec{
 		App: g.Container.Attempt.App.String(), Attempt: g.Container.Attempt.String(), Container: g.Container.String(),
 		User: g.User, Queue: g.Queue, Tier: tier, MemoryMB: g.Resource.MemoryMB, VCores: g.Resource.VCores,

@@ -60,7 +60,7 @@ func (f *fixture) dial(t *testing.T, attempt records.AttemptID, host string) (*i
 func (f *fixture) containerToken(t *testing.T, c records.ContainerID, node string) *commonpb.TokenProto {
 	t.Helper()
 	tok, err := f.keys.ContainerToken(nmtokens.ContainerGrant{Container: c, NodeID: node, User: "alice",
-		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Minute), Tier: "low", Queue: "root.default"})
+		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Minute), Tier: records.TierLow, Queue: "root.default"})
 	if err != nil {
 		t.Fatal(err)
 	}

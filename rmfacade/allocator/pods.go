@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -55,7 +56,7 @@ type pendingPod struct {
 	// am is set for the AM container of one of this RM's applications:
 	// its placement is the RM's allocation of that container.
 	am   *records.ContainerID
-	tier objects.Tier
+	tier records.Tier
 }
 
 // podCycle is what one cycle made of the pods.
@@ -119,11 +120,11 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 				w.Application(cid.Attempt.String()) == nil {
 				continue // not an AM waiting for its attempt's container
 			}
-			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: objects.TierHigh,
+			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: records.TierHigh,
 				Resource: toQuota(app.AMResource), Nodes: where.forPod(p)}); err != nil {
 				return nil, err
 			}
-			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: objects.TierHigh}
+			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: records.TierHigh}
 			continue
 		}
 		waiting[p.UID] = true
@@ -156,7 +157,7 @@ func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resourc
 
 // podApp files a pod that is not a YARN container under its application,
 // created in its queue if this is the application's first pod.
-func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, objects.Tier, error) {
+func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, records.Tier, error) {
 	qname := p.Labels[LabelQueue]
 	if qname == "" {
 		qname = "root.default"
@@ -165,9 +166,9 @@ func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (string, objects.Ti
 	if !ok {
 		return "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
 	}
-	tier := objects.TierMedium
-	if t := p.Labels[LabelTier]; t != "" {
-		tier = tierOf(t)
+	tier := records.TierMedium
+	if p.Labels[LabelTier] != "" {
+		tier = cmp.Or(translator.PodTier(p), records.TierLow)
 	}
 	job := p.Labels[LabelApp]
 	if job == "" {

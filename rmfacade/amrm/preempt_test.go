@@ -194,7 +194,7 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 			t.Fatalf("round %d: preemption message %v, want one new container", round, resp.GetPreempt())
 		}
 		for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
-			if c.ID.String() == victim && c.Tier != "low" {
+			if c.ID.String() == victim && c.Tier != records.TierLow {
 				t.Errorf("round %d: victim %s is %s tier", round, c.ID, c.Tier)
 			}
 		}
@@ -242,13 +242,13 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 	if p := allocate(a, 0).GetPreempt(); p != nil {
 		t.Errorf("preemption beyond B's guarantee: %v", p)
 	}
-	tiers := map[string]int{}
+	tiers := map[records.Tier]int{}
 	for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
 		if c.State != records.ContainerComplete {
 			tiers[c.Tier]++
 		}
 	}
-	if tiers["medium"] != 1 || tiers["low"] != 1 {
+	if tiers[records.TierMedium] != 1 || tiers[records.TierLow] != 1 {
 		t.Errorf("A keeps %v, want its medium and one low", tiers)
 	}
 

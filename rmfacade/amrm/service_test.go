@@ -218,7 +218,7 @@ func TestGrantsContainers(t *testing.T) {
 	if len(resp.GetAllocatedContainers()) != 3 || len(resp.GetNmTokens()) != 1 {
 		t.Fatalf("got %d containers and %d NMTokens, want 3 and 1", len(resp.GetAllocatedContainers()), len(resp.GetNmTokens()))
 	}
-	tiers := map[string]int{}
+	tiers := map[records.Tier]int{}
 	for _, ct := range resp.GetAllocatedContainers() {
 		if ct.GetResource().GetMemory() != 1024 || ct.GetNodeId().GetHost() != "node-a" {
 			t.Errorf("container %v", ct)
@@ -235,7 +235,7 @@ func TestGrantsContainers(t *testing.T) {
 		}
 		tiers[g.Tier]++
 	}
-	if tiers["medium"] != 1 || tiers["low"] != 2 {
+	if tiers[records.TierMedium] != 1 || tiers[records.TierLow] != 2 {
 		t.Errorf("tiers %v, want one medium (the job's minimum) and two low", tiers)
 	}
 	if n, _ := f.alloc.Outstanding(attempt); n != 1 {

@@ -60,7 +60,8 @@ type ContainerGrant struct {
 	Expiry       time.Time
 	// Tier and Queue are the RM's decisions the node needs to build the
 	// pod; they travel signed, as allocation tags.
-	Tier, Queue string
+	Tier  records.Tier
+	Queue string
 }
 
 // Allocation tags carrying the RM's decisions.
@@ -77,7 +78,7 @@ func (k *Keys) ContainerToken(g ContainerGrant) (*commonpb.TokenProto, error) {
 		ExpiryTimeStamp: proto.Int64(g.Expiry.UnixMilli()), MasterKeyId: proto.Int32(keyID), RmIdentifier: proto.Int64(g.RMIdentifier),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(g.Priority)}, CreationTime: proto.Int64(k.now().UnixMilli()),
 		ContainerType: yarnpb.ContainerTypeProto_TASK.Enum(), AllocationRequestId: proto.Int64(g.AllocationRequestID),
-		AllocationTags: []string{tagTier + g.Tier, tagQueue + g.Queue},
+		AllocationTags: []string{tagTier + g.Tier.String(), tagQueue + g.Queue},
 	})
 	if err != nil {
 		return nil, err
@@ -106,10 +107,11 @@ func (k *Keys) VerifyContainerToken(t *commonpb.TokenProto, nodeID string) (*Con
 	if k.now().After(expiry) {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "This token is expired. current time is %d found %d", k.now().UnixMilli(), id.GetExpiryTimeStamp())
 	}
-	var tier, queue string
+	var tier records.Tier
+	var queue string
 	for _, t := range id.GetAllocationTags() {
 		if v, ok := strings.CutPrefix(t, tagTier); ok {
-			tier = v
+			tier, _ = records.ParseTier(v)
 		}
 		if v, ok := strings.CutPrefix(t, tagQueue); ok {
 			queue = v
