@@ -63,7 +63,7 @@ newcomer-test:
 
 # Short fuzzing pass over the wire parsers (seed corpora are committed).
 fuzz:
-	$(GO) test ./rmfacade/ipc -run '^$$' -fuzz FuzzReadFrame -fuzztime 30s
+	$(GO) test ./protos/ipc -run '^$$' -fuzz FuzzReadFrame -fuzztime 30s
 
 # Every fuzz target for FUZZ_TIME each: the wire parsers, and arbitrary
 # requests of the client, AM and NodeManager protocols into their real
@@ -71,7 +71,7 @@ fuzz:
 # input that caused it is kept under the package's testdata/fuzz as seed
 # corpus (commit it with the fix).
 FUZZ_TIME ?= 5m
-FUZZ_TARGETS := ./rmfacade/ipc:FuzzReadFrame ./rmfacade/ipc:FuzzConnection ./rmfacade/clientrm:FuzzClientProtocol \
+FUZZ_TARGETS := ./protos/ipc:FuzzReadFrame ./protos/ipc:FuzzConnection ./rmfacade/clientrm:FuzzClientProtocol \
 	./rmfacade/amrm:FuzzAMProtocol ./bigdataplugin/nodemanager:FuzzNMProtocol
 fuzz-long:
 	@total=0; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
@@ -105,7 +105,7 @@ sim:
 # DistributedShell job run through Weft by Hadoop's own client; prints
 # where to look and keeps HDFS up until Ctrl-C.
 run:
-	@$(GO) build -o $(BIN)/weft-demo ./test/kube/cmd/weft-demo
+	@$(GO) build -o $(BIN)/weft-demo ./cmd/weft-demo
 	@# Run directly, not through go run, which exits 1 after Ctrl-C even when
 	@# the demo stops cleanly.
 	$(BIN)/weft-demo
@@ -171,7 +171,7 @@ deploy: helm
 # into kind with `kind load image-archive`.
 WEFT_KUBE_STATE ?= $(HOME)/.cache/weft/kube
 images:
-	$(GO) run ./test/kube/cmd/kube-images -address $(WEFT_KUBE_STATE)/containerd/containerd.sock -dir $(WEFT_KUBE_STATE)/images -weft
+	$(GO) run ./cmd/kube-images -address $(WEFT_KUBE_STATE)/containerd/containerd.sock -dir $(WEFT_KUBE_STATE)/images -weft
 
 clean:
 	rm -rf $(BIN)

@@ -28,6 +28,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
+	"github.com/weft-sh/weft/quota/crd"
 	"github.com/weft-sh/weft/rmfacade/server"
 )
 
@@ -413,8 +414,8 @@ func js(v any) string {
 
 // The chart's queues are Queue objects weft-rm accepts: they decode into
 // the API type without unknown fields, pass the CRD's schema, form one
-// tree (quota.ConfigsFromQueues, quota.NewTree, as weft-rm reads them) and
-// give the scheduler its quotas (quota.QuotasFromCRDs) at every hour. The
+// tree (crd.ConfigsFromQueues, quota.NewTree, as weft-rm reads them) and
+// give the scheduler its quotas (crd.QuotasFromCRDs) at every hour. The
 // defaults are YARN's root.default; deploy/examples/queues.yaml's tree,
 // given as values, renders as itself. weft-rm runs without --queues, so
 // that it reads them.
@@ -472,7 +473,7 @@ func TestChartQueues(t *testing.T) {
 					t.Errorf("queue %s: %s, the values gave %s", w.GetName(), js(queues[i].Spec), js(spec))
 				}
 			}
-			configs, err := quota.ConfigsFromQueues(queues)
+			configs, err := crd.ConfigsFromQueues(queues)
 			if err != nil {
 				t.Fatalf("weft-rm would refuse the tree: %v", err)
 			}
@@ -488,7 +489,7 @@ func TestChartQueues(t *testing.T) {
 			}
 			day := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			for h := 0; h < 24; h++ {
-				if _, err := quota.QuotasFromCRDs(queues, day.Add(time.Duration(h)*time.Hour), 1000); err != nil {
+				if _, err := crd.QuotasFromCRDs(queues, day.Add(time.Duration(h)*time.Hour), 1000); err != nil {
 					t.Fatalf("quotas at %02d:00: %v", h, err)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/translator"
@@ -68,7 +69,7 @@ func TestPriorityClassesMatchTranslator(t *testing.T) {
 			}
 			got[pc.Name] = pc.Value
 		}
-		for _, tier := range translator.Tiers {
+		for _, tier := range records.Tiers {
 			if v, ok := got[translator.PriorityClassName(tier)]; !ok || v != profile.Priorities[tier] {
 				t.Errorf("%s: %s = %d (present %v), translator says %d", name, translator.PriorityClassName(tier), v, ok, profile.Priorities[tier])
 			}

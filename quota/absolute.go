@@ -4,7 +4,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // QuotasFromQueues turns a YARN queue tree, whose capacities are

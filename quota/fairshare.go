@@ -226,7 +226,7 @@ func (h *Hierarchy) FairShares(capacity Resource, loads map[string]QueueLoad) ma
 			capped[n] = min(d, limitOf(n.Max, name))
 		}
 		root := h.byPath["root"]
-		fair[root].setInPlace(name, min(capacity.Get(name), capped[root]))
+		fair[root].SetInPlace(name, min(capacity.Get(name), capped[root]))
 		for _, n := range h.order {
 			if len(n.children) == 0 {
 				continue
@@ -234,7 +234,7 @@ func (h *Hierarchy) FairShares(capacity Resource, loads map[string]QueueLoad) ma
 			avail := fair[n].Get(name)
 			give := divide(avail, n.children, capped, name)
 			for i, c := range n.children {
-				fair[c].setInPlace(name, give[i])
+				fair[c].SetInPlace(name, give[i])
 			}
 		}
 	}

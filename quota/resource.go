@@ -40,9 +40,9 @@ func (r Resource) Get(name string) int64 {
 	return r.Extended[name]
 }
 
-// setInPlace sets one dimension; a zero extended quantity is dropped so
+// SetInPlace sets one dimension; a zero extended quantity is dropped so
 // that equal vectors compare equal.
-func (r *Resource) setInPlace(name string, v int64) {
+func (r *Resource) SetInPlace(name string, v int64) {
 	switch name {
 	case ResourceCPU:
 		r.MilliCPU = v
@@ -96,7 +96,7 @@ func (r *Resource) AddInPlace(o Resource) {
 	r.MilliCPU += o.MilliCPU
 	r.Memory += o.Memory
 	for k, v := range o.Extended {
-		r.setInPlace(k, r.Extended[k]+v)
+		r.SetInPlace(k, r.Extended[k]+v)
 	}
 }
 
@@ -105,7 +105,7 @@ func (r *Resource) SubInPlace(o Resource) {
 	r.MilliCPU -= o.MilliCPU
 	r.Memory -= o.Memory
 	for k, v := range o.Extended {
-		r.setInPlace(k, r.Extended[k]-v)
+		r.SetInPlace(k, r.Extended[k]-v)
 	}
 }
 
@@ -180,7 +180,7 @@ func (r Resource) NonNegative() Resource {
 func (r Resource) Min(o Resource) Resource {
 	out := Resource{MilliCPU: min(r.MilliCPU, o.MilliCPU), Memory: min(r.Memory, o.Memory)}
 	for _, k := range unionExtended(r, o) {
-		out.setInPlace(k, min(r.Extended[k], o.Extended[k]))
+		out.SetInPlace(k, min(r.Extended[k], o.Extended[k]))
 	}
 	return out
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // QueueConfig configures one queue of a tree, in CapacityScheduler terms.

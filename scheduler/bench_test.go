@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
@@ -48,12 +49,12 @@ func benchStore(b *testing.B) *state.Store {
 				return err
 			}
 			for k := range 10 {
-				tier := objects.TierLow
+				tier := records.TierLow
 				switch {
 				case k == 0:
-					tier = objects.TierHigh
+					tier = records.TierHigh
 				case k < 5:
-					tier = objects.TierMedium
+					tier = records.TierMedium
 				}
 				if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("%s-%d", app, k), AppID: app, Tier: tier,
 					Resource: res(1000, 2)}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
@@ -71,9 +72,9 @@ func (h *harness) submit(j job) {
 			return err
 		}
 		for _, tc := range []struct {
-			tier objects.Tier
+			tier records.Tier
 			n    int
-		}{{objects.TierHigh, j.high}, {objects.TierMedium, j.med}, {objects.TierLow, j.low}} {
+		}{{records.TierHigh, j.high}, {records.TierMedium, j.med}, {records.TierLow, j.low}} {
 			for i := range tc.n {
 				if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("%s-%s-%d", j.id, tc.tier, i), AppID: j.id,
 					Tier: tc.tier, Resource: j.each}); err != nil {
@@ -103,8 +104,8 @@ func (h *harness) cycle(s *Scheduler) (*objects.Plan, *objects.PlanResult) {
 }
 
 // placed counts an application's allocations by tier.
-func (h *harness) placed(app string) map[objects.Tier]int {
-	out := map[objects.Tier]int{}
+func (h *harness) placed(app string) map[records.Tier]int {
+	out := map[records.Tier]int{}
 	for _, a := range h.store.Snapshot().AllocationsOfApp(app) {
 		out[a.Tier]++
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
@@ -152,7 +153,7 @@ func (c *cycle) findVictims(q *wqueue, r quota.Resource, allowed, pending map[st
 			return w, nil
 		}
 	}
-	for _, maxTier := range []objects.Tier{objects.TierLow, objects.TierMedium} {
+	for _, maxTier := range []records.Tier{records.TierLow, records.TierMedium} {
 		var best *wnode
 		var bestVictims []*objects.Allocation
 		bestWhole := false
@@ -183,7 +184,7 @@ func (c *cycle) findVictims(q *wqueue, r quota.Resource, allowed, pending map[st
 // victimsOn picks, in cheapest-loss order, the fewest eligible victims on
 // w that make room for r; nil if that is impossible. whole reports that no
 // Weft pod would be left on the node.
-func (c *cycle) victimsOn(w *wnode, q *wqueue, r quota.Resource, maxTier objects.Tier, pending map[string]bool) ([]*objects.Allocation, bool) {
+func (c *cycle) victimsOn(w *wnode, q *wqueue, r quota.Resource, maxTier records.Tier, pending map[string]bool) ([]*objects.Allocation, bool) {
 	room := w.free.Add(w.soon)
 	var victims []*objects.Allocation
 	taken := map[*wqueue]quota.Resource{}
@@ -198,7 +199,7 @@ func (c *cycle) victimsOn(w *wnode, q *wqueue, r quota.Resource, maxTier objects
 			continue
 		}
 		vq := c.queue[al.Queue]
-		if al.Tier > maxTier || al.Tier == objects.TierHigh || vq == nil || vq == q ||
+		if al.Tier > maxTier || al.Tier == records.TierHigh || vq == nil || vq == q ||
 			!state.Reclaimable(vq.reclaim.Sub(taken[vq]), vq.quota.Guaranteed, al.Resource) {
 			remaining++
 			continue

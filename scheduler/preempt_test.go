@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
@@ -21,18 +22,18 @@ func TestPreemptionOrder(t *testing.T) {
 		need     job
 		// wantTiers are the victims' tiers, sorted; wantNodes (if set) the
 		// nodes they are on.
-		wantTiers []objects.Tier
+		wantTiers []records.Tier
 		wantNodes []string
 	}{{
 		name:      "low tier before medium, never high",
 		borrower:  []job{{id: "b1", queue: "root.borrow", high: 1, med: 3, low: 4, each: res(1000, 1)}},
 		need:      job{id: "g", queue: "root.guar", high: 1, med: 1, each: res(1000, 1)},
-		wantTiers: []objects.Tier{objects.TierLow, objects.TierLow},
+		wantTiers: []records.Tier{records.TierLow, records.TierLow},
 	}, {
 		name:      "medium only when low is not enough; high never",
 		borrower:  []job{{id: "b1", queue: "root.borrow", high: 2, med: 6, each: res(1000, 1)}},
 		need:      job{id: "g", queue: "root.guar", high: 1, each: res(1000, 1)},
-		wantTiers: []objects.Tier{objects.TierMedium},
+		wantTiers: []records.Tier{records.TierMedium},
 	}, {
 		name:     "nothing to take without touching high tier",
 		borrower: []job{{id: "b1", queue: "root.borrow", high: 8, each: res(1000, 1)}},
@@ -59,7 +60,7 @@ func TestPreemptionOrder(t *testing.T) {
 			if len(plan.Units) != 0 {
 				t.Fatalf("placed %+v on a full cluster", plan.Units)
 			}
-			var tiers []objects.Tier
+			var tiers []records.Tier
 			nodes := map[string]bool{}
 			for _, p := range r.Preempted {
 				tiers = append(tiers, p.Tier)
@@ -95,7 +96,7 @@ func TestPreemptionOrder(t *testing.T) {
 				h.update(func(w *state.Txn) error { return w.ReleaseAllocation(p.AllocationID) })
 			}
 			h.cycle(s)
-			if got := h.placed("g"); got[objects.TierHigh]+got[objects.TierMedium] != tc.need.high+tc.need.med {
+			if got := h.placed("g"); got[records.TierHigh]+got[records.TierMedium] != tc.need.high+tc.need.med {
 				t.Fatalf("after eviction %v placed", got)
 			}
 		})
@@ -120,7 +121,7 @@ func TestPreemptionPrefersWholeNodes(t *testing.T) {
 			id  string
 			cpu int64
 		}{{"a1", 1000}, {"a2", 1000}, {"b2", 1000}, {"b3", 1000}, {"b1", 2000}} {
-			if err := w.AddRequest(&objects.Request{ID: r.id, AppID: "b", Tier: objects.TierLow, Resource: res(r.cpu, 1)}); err != nil {
+			if err := w.AddRequest(&objects.Request{ID: r.id, AppID: "b", Tier: records.TierLow, Resource: res(r.cpu, 1)}); err != nil {
 				return err
 			}
 		}

@@ -6,13 +6,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
 )
 
 func TestGangs(t *testing.T) {
-	type want map[string]map[objects.Tier]int
+	type want map[string]map[records.Tier]int
 	tests := []struct {
 		name  string
 		nodes int // of 4 cpu, 16 GiB each
@@ -25,7 +26,7 @@ func TestGangs(t *testing.T) {
 			{id: "big", queue: "root.a", high: 1, med: 4, each: res(2000, 1)}, // 10 cpu > 8
 			{id: "small", queue: "root.a", high: 1, med: 2, each: res(2000, 1)},
 		},
-		want: want{"big": {}, "small": {objects.TierHigh: 1, objects.TierMedium: 2}},
+		want: want{"big": {}, "small": {records.TierHigh: 1, records.TierMedium: 2}},
 	}, {
 		name:  "higher priority goes first even if younger",
 		nodes: 1,
@@ -33,7 +34,7 @@ func TestGangs(t *testing.T) {
 			{id: "old", queue: "root.a", high: 1, med: 1, each: res(2000, 1)},
 			{id: "urgent", queue: "root.a", priority: 5, high: 1, med: 1, each: res(2000, 1)},
 		},
-		want: want{"old": {}, "urgent": {objects.TierHigh: 1, objects.TierMedium: 1}},
+		want: want{"old": {}, "urgent": {records.TierHigh: 1, records.TierMedium: 1}},
 	}, {
 		name:  "an incomplete gang waits for its missing members",
 		nodes: 2,
@@ -47,8 +48,8 @@ func TestGangs(t *testing.T) {
 			{id: "j2", queue: "root.a", high: 1, med: 2, low: 2, each: res(1000, 1)},
 		},
 		// 8 cpu: both minimums (5), then j1's elastic in age order (3).
-		want: want{"j1": {objects.TierHigh: 1, objects.TierMedium: 1, objects.TierLow: 3},
-			"j2": {objects.TierHigh: 1, objects.TierMedium: 2}},
+		want: want{"j1": {records.TierHigh: 1, records.TierMedium: 1, records.TierLow: 3},
+			"j2": {records.TierHigh: 1, records.TierMedium: 2}},
 	}, {
 		name:  "a job whose gang failed gets no elastic workers",
 		nodes: 1,
@@ -67,7 +68,7 @@ func TestGangs(t *testing.T) {
 			h.cycle(New(Options{}))
 			for app, w := range tc.want {
 				got := h.placed(app)
-				for _, tier := range []objects.Tier{objects.TierHigh, objects.TierMedium, objects.TierLow} {
+				for _, tier := range []records.Tier{records.TierHigh, records.TierMedium, records.TierLow} {
 					if got[tier] != w[tier] {
 						t.Errorf("%s: %v tier placed %d, want %d", app, tier, got[tier], w[tier])
 					}
@@ -232,11 +233,11 @@ func TestMaxNeverExceeded(t *testing.T) {
 		}
 		for id, j := range jobs {
 			got := h.placed(id)
-			gang := got[objects.TierHigh] + got[objects.TierMedium]
+			gang := got[records.TierHigh] + got[records.TierMedium]
 			if gang != 0 && gang < max(j.minMembers, 1+j.med) && len(snap.RequestsOfApp(id)) > 0 {
 				t.Fatalf("cycle %d: job %s runs a partial gang %d of %d", cycle, id, gang, 1+j.med)
 			}
-			if gang == 0 && got[objects.TierLow] > 0 {
+			if gang == 0 && got[records.TierLow] > 0 {
 				t.Fatalf("cycle %d: job %s has elastic workers without its gang", cycle, id)
 			}
 		}
@@ -246,7 +247,7 @@ func TestMaxNeverExceeded(t *testing.T) {
 		// Churn: some pods finish, some whole jobs finish.
 		h.update(func(w *state.Txn) error {
 			for _, a := range w.Allocations() {
-				if a.Tier == objects.TierLow && rng.IntN(5) == 0 {
+				if a.Tier == records.TierLow && rng.IntN(5) == 0 {
 					if err := w.ReleaseAllocation(a.ID); err != nil {
 						return err
 					}
@@ -311,7 +312,7 @@ func TestDeclaredMaximumHoldsQuota(t *testing.T) {
 	// x scales up to its maximum: the held quota is there for it.
 	h.update(func(w *state.Txn) error {
 		for i := range 4 {
-			if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("x-more-%d", i), AppID: "x", Tier: objects.TierLow, Resource: res(1000, 1)}); err != nil {
+			if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("x-more-%d", i), AppID: "x", Tier: records.TierLow, Resource: res(1000, 1)}); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,7 @@ package translator
 
 import (
 	"fmt"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"regexp"
 	"sort"
 	"strconv"
@@ -74,7 +74,7 @@ const (
 type ContainerSpec struct {
 	App, Attempt, Container string
 	User, Queue             string
-	Tier                    Tier
+	Tier                    records.Tier
 	MemoryMB                int64
 	VCores                  int32
 	// Commands and Env come from the ContainerLaunchContext, unexpanded.
@@ -140,7 +140,7 @@ func (p Profile) limits(res corev1.ResourceList) corev1.ResourceList {
 
 // Pod builds the pod that runs a container under profile p.
 func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
-	if c.Tier == "" || p.Priorities[c.Tier] == 0 && c.Tier != TierHigh && c.Tier != TierMedium && c.Tier != TierLow {
+	if !c.Tier.Valid() {
 		return nil, fmt.Errorf("translator: container %s has no tier", c.Container)
 	}
 	if c.MemoryMB <= 0 || c.VCores <= 0 {
@@ -153,7 +153,7 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 	} else {
 		res[p.CPU] = *resource.NewMilliQuantity(int64(c.VCores)*p.VCoreMilli(), resource.DecimalSI)
 	}
-	labels := map[string]string{LabelApp: c.App, LabelContainer: c.Container, LabelTier: string(c.Tier),
+	labels := map[string]string{LabelApp: c.App, LabelContainer: c.Container, LabelTier: c.Tier.String(),
 		LabelQueue: labelValue(c.Queue), LabelUser: labelValue(c.User), LabelManagedBy: "weft"}
 	if c.Attempt != "" {
 		labels[LabelAttempt] = c.Attempt
@@ -223,7 +223,7 @@ func (c ContainerSpec) env() []corev1.EnvVar {
 		{Name: "HADOOP_TOKEN_FILE_LOCATION", Value: TokenFile},
 		{Name: "JAVA_HOME", Value: c.Runtime.JavaHome},
 	}
-	if c.Tier == TierHigh && c.AppSubmitTime > 0 {
+	if c.Tier == records.TierHigh && c.AppSubmitTime > 0 {
 		// The RM's web proxy path of the application, which AM web apps
 		// (AmIpFilter) build their redirect from.
 		vars = append(vars, corev1.EnvVar{Name: "APP_SUBMIT_TIME_ENV", Value: strconv.FormatInt(c.AppSubmitTime, 10)},
@@ -337,6 +337,13 @@ func ContainerOf(p *corev1.Pod, rm string) (records.ContainerID, bool) {
 	}
 	id, err := records.ParseContainerID(p.Labels[LabelContainer])
 	return id, err == nil
+}
+
+// PodTier is the tier a pod's label names; zero (unknown) for none or
+// another name.
+func PodTier(p *corev1.Pod) records.Tier {
+	t, _ := records.ParseTier(p.Labels[LabelTier])
+	return t
 }
 
 // PodOutcome reads a container pod: its state and, once complete, the

@@ -14,23 +14,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
-
-// Tier orders a job's pods for reclaim: low goes first, high last.
-type Tier string
-
-const (
-	// TierHigh holds ApplicationMasters and parameter servers: losing one
-	// costs the whole job's progress.
-	TierHigh Tier = "high"
-	// TierMedium holds the minimum workers a job needs to make progress.
-	TierMedium Tier = "medium"
-	// TierLow holds elastic workers beyond the minimum, reclaimed first.
-	TierLow Tier = "low"
-)
-
-// Tiers lists the tiers from the first reclaimed to the last.
-var Tiers = []Tier{TierLow, TierMedium, TierHigh}
 
 // Profile says how reclaimed resources and QoS are spelled for the
 // colocation system the cluster runs.
@@ -69,7 +55,7 @@ type Profile struct {
 	// Priorities are the PriorityClass values of the tiers. They sit below
 	// online workloads: negative where online pods default to 0, inside
 	// the batch band where the colocation system defines one.
-	Priorities map[Tier]int32
+	Priorities map[records.Tier]int32
 }
 
 // Weft's reclaimed resources, as its node agent publishes them.
@@ -88,7 +74,7 @@ var (
 		Name: "katalyst", CPU: "resource.katalyst.kubewharf.io/reclaimed_millicpu", CPUMilli: true,
 		Memory: "resource.katalyst.kubewharf.io/reclaimed_memory", CapacityFromCNR: true,
 		Annotations: map[string]string{"katalyst.kubewharf.io/qos_level": "reclaimed_cores"},
-		Priorities:  map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+		Priorities:  map[records.Tier]int32{records.TierHigh: -1000, records.TierMedium: -2000, records.TierLow: -3000},
 	}
 	// Koordinator (and Volcano, which publishes the same names) exposes
 	// batch capacity as kubernetes.io/batch-* in Node allocatable; its
@@ -96,7 +82,7 @@ var (
 	Koordinator = Profile{
 		Name: "koordinator", CPU: "kubernetes.io/batch-cpu", CPUMilli: true, Memory: "kubernetes.io/batch-memory",
 		Labels:     map[string]string{"koordinator.sh/qosClass": "BE"},
-		Priorities: map[Tier]int32{TierHigh: 5900, TierMedium: 5500, TierLow: 5100},
+		Priorities: map[records.Tier]int32{records.TierHigh: 5900, records.TierMedium: 5500, records.TierLow: 5100},
 	}
 	// Weft is Weft's own colocation agent (weft-nodeplugin --colocation):
 	// it publishes what online services leave unused as the extended
@@ -108,13 +94,13 @@ var (
 	Weft = Profile{
 		Name: "weft", CPU: ReclaimedCPU, CPUMilli: true, Memory: ReclaimedMemory,
 		CapacityHeartbeat: AnnotationReclaimedAt,
-		Priorities:        map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+		Priorities:        map[records.Tier]int32{records.TierHigh: -1000, records.TierMedium: -2000, records.TierLow: -3000},
 	}
 	// Plain requests cpu and memory, for clusters without a colocation
 	// agent (and for tests).
 	Plain = Profile{
 		Name: "plain", CPU: corev1.ResourceCPU, Memory: corev1.ResourceMemory,
-		Priorities: map[Tier]int32{TierHigh: -1000, TierMedium: -2000, TierLow: -3000},
+		Priorities: map[records.Tier]int32{records.TierHigh: -1000, records.TierMedium: -2000, records.TierLow: -3000},
 	}
 )
 
@@ -129,7 +115,7 @@ func ProfileByName(name string) (Profile, error) {
 }
 
 // PriorityClassName names a tier's PriorityClass.
-func PriorityClassName(t Tier) string { return "weft-" + string(t) }
+func PriorityClassName(t records.Tier) string { return "weft-" + t.String() }
 
 // VCoreMilli is the CPU of one vcore in millicores.
 func (p Profile) VCoreMilli() int64 {

@@ -5,11 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 func TestRuntime(t *testing.T) {
-	s := spec(TierLow)
+	s := spec(records.TierLow)
 	s.Runtime = Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java-17", HadoopHome: "/opt/hadoop", HadoopConf: "hadoop-conf",
 		HostNetwork: true, HostPaths: []string{"/usr", "/opt/hadoop"}, LocalizerImage: "weft.local/weft:dev"}
 	s.CredentialsSecret, s.LocalResources, s.NodeName = "launch", true, "node-a"

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // Application tags that steer tiers. YARN lowercases tags, so these are
@@ -64,9 +66,9 @@ type Container struct {
 
 // Tier decides a container's tier from the application's tags, then the
 // policy.
-func (p TierPolicy) Tier(c Container, tags []string) Tier {
+func (p TierPolicy) Tier(c Container, tags []string) records.Tier {
 	if c.AM {
-		return TierHigh
+		return records.TierHigh
 	}
 	minWorkers, high := p.DefaultMinWorkers, p.HighPriorities
 	for _, t := range tags {
@@ -86,16 +88,10 @@ func (p TierPolicy) Tier(c Container, tags []string) Tier {
 	}
 	switch {
 	case slices.Contains(high, c.RequestPriority):
-		return TierHigh
+		return records.TierHigh
 	case c.WorkersBefore < minWorkers:
-		return TierMedium
+		return records.TierMedium
 	default:
-		return TierLow
+		return records.TierLow
 	}
-}
-
-// ReclaimOrder is the tier's place in Tiers: lower is reclaimed first. An
-// unknown tier is the least protected (0).
-func (t Tier) ReclaimOrder() int {
-	return max(0, slices.Index(Tiers, t))
 }

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 func TestTierPolicy(t *testing.T) {
@@ -18,18 +20,18 @@ func TestTierPolicy(t *testing.T) {
 		policy TierPolicy
 		c      Container
 		tags   []string
-		want   Tier
+		want   records.Tier
 	}{
-		{"AM", DefaultTierPolicy, Container{AM: true, RequestPriority: 5}, nil, TierHigh},
-		{"first worker is the minimum", DefaultTierPolicy, Container{RequestPriority: 20}, nil, TierMedium},
-		{"second worker is elastic", DefaultTierPolicy, Container{RequestPriority: 20, WorkersBefore: 1}, nil, TierLow},
-		{"tag raises the minimum", DefaultTierPolicy, Container{WorkersBefore: 3}, []string{"etl", "weft.min-workers=4"}, TierMedium},
-		{"tag's minimum reached", DefaultTierPolicy, Container{WorkersBefore: 4}, []string{"weft.min-workers=4"}, TierLow},
-		{"minimum of zero", DefaultTierPolicy, Container{}, []string{"weft.min-workers=0"}, TierLow},
-		{"bad tag ignored", DefaultTierPolicy, Container{}, []string{"weft.min-workers=lots"}, TierMedium},
-		{"parameter server by priority", DefaultTierPolicy, Container{RequestPriority: 1, WorkersBefore: 9}, []string{"weft.high-priorities=1, 2"}, TierHigh},
-		{"queue policy", TierPolicy{DefaultMinWorkers: 10, HighPriorities: []int32{0}}, Container{RequestPriority: 3, WorkersBefore: 5}, nil, TierMedium},
-		{"queue policy high", TierPolicy{HighPriorities: []int32{0}}, Container{RequestPriority: 0, WorkersBefore: 5}, nil, TierHigh},
+		{"AM", DefaultTierPolicy, Container{AM: true, RequestPriority: 5}, nil, records.TierHigh},
+		{"first worker is the minimum", DefaultTierPolicy, Container{RequestPriority: 20}, nil, records.TierMedium},
+		{"second worker is elastic", DefaultTierPolicy, Container{RequestPriority: 20, WorkersBefore: 1}, nil, records.TierLow},
+		{"tag raises the minimum", DefaultTierPolicy, Container{WorkersBefore: 3}, []string{"etl", "weft.min-workers=4"}, records.TierMedium},
+		{"tag's minimum reached", DefaultTierPolicy, Container{WorkersBefore: 4}, []string{"weft.min-workers=4"}, records.TierLow},
+		{"minimum of zero", DefaultTierPolicy, Container{}, []string{"weft.min-workers=0"}, records.TierLow},
+		{"bad tag ignored", DefaultTierPolicy, Container{}, []string{"weft.min-workers=lots"}, records.TierMedium},
+		{"parameter server by priority", DefaultTierPolicy, Container{RequestPriority: 1, WorkersBefore: 9}, []string{"weft.high-priorities=1, 2"}, records.TierHigh},
+		{"queue policy", TierPolicy{DefaultMinWorkers: 10, HighPriorities: []int32{0}}, Container{RequestPriority: 3, WorkersBefore: 5}, nil, records.TierMedium},
+		{"queue policy high", TierPolicy{HighPriorities: []int32{0}}, Container{RequestPriority: 0, WorkersBefore: 5}, nil, records.TierHigh},
 	}
 	for _, tc := range tests {
 		if got := tc.policy.Tier(tc.c, tc.tags); got != tc.want {
@@ -38,7 +40,7 @@ func TestTierPolicy(t *testing.T) {
 	}
 }
 
-func spec(tier Tier) ContainerSpec {
+func spec(tier records.Tier) ContainerSpec {
 	return ContainerSpec{
 		App: "application_1700000000000_0001", Attempt: "appattempt_1700000000000_0001_000001",
 		Container: "container_1700000000000_0001_01_000002", User: "alice@EXAMPLE", Queue: "root.etl",
@@ -65,7 +67,7 @@ func TestPodPerProfile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.profile.Name, func(t *testing.T) {
-			pod, err := tc.profile.Pod(spec(TierLow))
+			pod, err := tc.profile.Pod(spec(records.TierLow))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +89,7 @@ func TestPodPerProfile(t *testing.T) {
 			}
 			strict := tc.profile
 			strict.StrictCPU = true
-			if sp, _ := strict.Pod(spec(TierLow)); len(sp.Spec.Containers[0].Resources.Limits) != 2 {
+			if sp, _ := strict.Pod(spec(records.TierLow)); len(sp.Spec.Containers[0].Resources.Limits) != 2 {
 				t.Errorf("strict CPU: limits %v", sp.Spec.Containers[0].Resources.Limits)
 			}
 			for _, kv := range []struct {
@@ -116,7 +118,7 @@ func TestPodPerProfile(t *testing.T) {
 	// Weft's pods request no native cpu or memory: kubelet makes them
 	// BestEffort, so their cgroups are all in kubepods/besteffort, the big
 	// box its colocation agent bounds.
-	wp, _ := Weft.Pod(spec(TierMedium))
+	wp, _ := Weft.Pod(spec(records.TierMedium))
 	for _, c := range wp.Spec.Containers {
 		for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
 			if _, ok := l[corev1.ResourceCPU]; ok {
@@ -129,11 +131,11 @@ func TestPodPerProfile(t *testing.T) {
 	}
 	// Tiers order reclaim in every profile.
 	for _, p := range []Profile{Weft, Katalyst, Koordinator, Plain} {
-		if !(p.Priorities[TierLow] < p.Priorities[TierMedium] && p.Priorities[TierMedium] < p.Priorities[TierHigh]) {
+		if !(p.Priorities[records.TierLow] < p.Priorities[records.TierMedium] && p.Priorities[records.TierMedium] < p.Priorities[records.TierHigh]) {
 			t.Errorf("%s: tiers out of order %v", p.Name, p.Priorities)
 		}
 	}
-	if _, err := Plain.Pod(ContainerSpec{Tier: TierLow, Container: "c"}); err == nil {
+	if _, err := Plain.Pod(ContainerSpec{Tier: records.TierLow, Container: "c"}); err == nil {
 		t.Error("pod without resources accepted")
 	}
 }
@@ -155,7 +157,7 @@ func runScript(t *testing.T, pod *corev1.Pod, extraEnv ...string) *exec.Cmd {
 }
 
 func TestLaunchScript(t *testing.T) {
-	s := spec(TierHigh)
+	s := spec(records.TierHigh)
 	s.Runtime.JavaHome = "/opt/java"
 	s.Env = map[string]string{
 		"CLASSPATH":       `$PWD:{{HADOOP_CONF_DIR}}<CPS>$EXTRA`,
@@ -181,7 +183,7 @@ func TestLaunchScript(t *testing.T) {
 }
 
 func TestLaunchScriptForwardsTERM(t *testing.T) {
-	s := spec(TierLow)
+	s := spec(records.TierLow)
 	s.Env = nil
 	s.Commands = []string{`trap 'echo got-term; exit 143' TERM; echo started; sleep 30 & wait`}
 	pod, err := Plain.Pod(s)

@@ -310,7 +310,7 @@ func (a *Agent) evict(ctx context.Context, node *corev1.Node, now time.Time, d D
 			started = b.pod.Status.StartTime.Time
 		}
 		candidates = append(candidates, BatchPod{Namespace: b.pod.Namespace, Name: b.pod.Name, UID: uid,
-			Tier: translator.Tier(b.pod.Labels[translator.LabelTier]), Started: started, WorkingSet: perPod[uid].Memory})
+			Tier: translator.PodTier(b.pod), Started: started, WorkingSet: perPod[uid].Memory})
 	}
 	victims := Victims(candidates, toFree)
 	for _, v := range victims {
@@ -329,7 +329,7 @@ func (a *Agent) evict(ctx context.Context, node *corev1.Node, now time.Time, d D
 			continue
 		}
 		a.evicted[v.UID] = eviction{at: now, workingSet: v.WorkingSet}
-		a.opts.Metrics.Evictions.WithLabelValues(d.EvictKind, string(v.Tier)).Inc()
+		a.opts.Metrics.Evictions.WithLabelValues(d.EvictKind, v.Tier.String()).Inc()
 		a.events.Eventf(b.pod, corev1.EventTypeWarning, "Evicted", "%s", msg)
 		a.events.Eventf(node, corev1.EventTypeWarning, ReasonEvicted, "evicted %s/%s: %s", v.Namespace, v.Name, msg)
 		a.opts.Logger.Info("colocation: evicted batch pod", "pod", v.Namespace+"/"+v.Name, "tier", v.Tier, "workingSet", v.WorkingSet, "why", d.EvictWhy)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -118,9 +119,9 @@ func (n *node) event(reason string) string {
 	}
 }
 
-func newBatchPod(name, uid string, tier translator.Tier, cpu, mem string, started time.Time, containerID string) *corev1.Pod {
+func newBatchPod(name, uid string, tier records.Tier, cpu, mem string, started time.Time, containerID string) *corev1.Pod {
 	res := corev1.ResourceList{translator.ReclaimedCPU: resource.MustParse(cpu), translator.ReclaimedMemory: resource.MustParse(mem)}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs", UID: types.UID(uid), Labels: map[string]string{translator.LabelTier: string(tier)}},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs", UID: types.UID(uid), Labels: map[string]string{translator.LabelTier: tier.String()}},
 		Spec:   corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBestEffort, StartTime: &metav1.Time{Time: started}}}
 	if containerID != "" {
@@ -151,7 +152,7 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			tree := tc.tree(t, t.TempDir())
 			low := tree.AddPod(corev1.PodQOSBestEffort, "uid-low", cgroupstest.Usage{Memory: uint64(gib)})
 			tree.AddPod(corev1.PodQOSBurstable, "uid-web", cgroupstest.Usage{})
-			n := newNode(t, tree, onlinePod(), newBatchPod("low", "uid-low", translator.TierLow, "1000", "2Gi", t0, ""))
+			n := newNode(t, tree, onlinePod(), newBatchPod("low", "uid-low", records.TierLow, "1000", "2Gi", t0, ""))
 
 			n.tick(0) // primes the counters: nothing published, the box untouched
 			if _, _, ok := n.published(); ok {
@@ -238,9 +239,9 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	low := tree.AddPod(corev1.PodQOSBestEffort, "uid-low", cgroupstest.Usage{Memory: 2 * uint64(gib)}, sandbox.Process.Pid)
 	tree.Add(low+"/c0ffee", cgroupstest.Usage{}, victim.Process.Pid)
 	n := newNode(t, tree,
-		newBatchPod("am", "uid-am", translator.TierHigh, "1000", "1Gi", t0.Add(2*time.Minute), ""),
-		newBatchPod("min", "uid-min", translator.TierMedium, "1000", "2Gi", t0.Add(time.Minute), ""),
-		newBatchPod("low", "uid-low", translator.TierLow, "1000", "2Gi", t0, "c0ffee"))
+		newBatchPod("am", "uid-am", records.TierHigh, "1000", "1Gi", t0.Add(2*time.Minute), ""),
+		newBatchPod("min", "uid-min", records.TierMedium, "1000", "2Gi", t0.Add(time.Minute), ""),
+		newBatchPod("low", "uid-low", records.TierLow, "1000", "2Gi", t0, "c0ffee"))
 	n.tick(0)
 	n.tick(time.Second)
 	if c, _, _ := n.published(); c == 0 {
@@ -326,8 +327,8 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 func TestAgentFailSafe(t *testing.T) {
 	tree := cgroupstest.V1(t, t.TempDir())
 	tree.AddPod(corev1.PodQOSBestEffort, "uid-low", cgroupstest.Usage{Memory: uint64(gib)})
-	n := newNode(t, tree, newBatchPod("low", "uid-low", translator.TierLow, "1000", "2Gi", t0, ""),
-		newBatchPod("gone", "uid-gone", translator.TierLow, "1000", "2Gi", t0, "")) // no cgroup: ended
+	n := newNode(t, tree, newBatchPod("low", "uid-low", records.TierLow, "1000", "2Gi", t0, ""),
+		newBatchPod("gone", "uid-gone", records.TierLow, "1000", "2Gi", t0, "")) // no cgroup: ended
 	n.tick(0)
 	n.tick(time.Second)
 	offered, _, _ := n.published()

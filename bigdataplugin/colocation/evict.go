@@ -4,13 +4,13 @@ import (
 	"sort"
 	"time"
 
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // BatchPod is a batch pod running on the node, as eviction sees it.
 type BatchPod struct {
 	Namespace, Name, UID string
-	Tier                 translator.Tier
+	Tier                 records.Tier
 	// Started is when the pod started; the newest has lost the least work.
 	Started time.Time
 	// WorkingSet is the memory its eviction gives back.
@@ -30,8 +30,8 @@ func Victims(pods []BatchPod, toFree int64) []BatchPod {
 	order := append([]BatchPod(nil), pods...)
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
-		if ra, rb := a.Tier.ReclaimOrder(), b.Tier.ReclaimOrder(); ra != rb {
-			return ra < rb
+		if a.Tier != b.Tier {
+			return a.Tier < b.Tier // an unknown tier (0) before low
 		}
 		if !a.Started.Equal(b.Started) {
 			return a.Started.After(b.Started)

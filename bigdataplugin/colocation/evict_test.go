@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // Eviction takes the lowest tier first, the newest first within a tier,
 // and only as many pods as free what is needed; ApplicationMasters last.
 func TestVictims(t *testing.T) {
 	pods := []BatchPod{
-		{Name: "am", Tier: translator.TierHigh, Started: t0, WorkingSet: gib},
-		{Name: "min-old", Tier: translator.TierMedium, Started: t0, WorkingSet: 2 * gib},
-		{Name: "elastic-old", Tier: translator.TierLow, Started: t0.Add(time.Minute), WorkingSet: gib},
-		{Name: "elastic-new", Tier: translator.TierLow, Started: t0.Add(2 * time.Minute), WorkingSet: gib},
-		{Name: "min-new", Tier: translator.TierMedium, Started: t0.Add(3 * time.Minute), WorkingSet: 2 * gib},
+		{Name: "am", Tier: records.TierHigh, Started: t0, WorkingSet: gib},
+		{Name: "min-old", Tier: records.TierMedium, Started: t0, WorkingSet: 2 * gib},
+		{Name: "elastic-old", Tier: records.TierLow, Started: t0.Add(time.Minute), WorkingSet: gib},
+		{Name: "elastic-new", Tier: records.TierLow, Started: t0.Add(2 * time.Minute), WorkingSet: gib},
+		{Name: "min-new", Tier: records.TierMedium, Started: t0.Add(3 * time.Minute), WorkingSet: 2 * gib},
 	}
 	names := func(v []BatchPod) string {
 		var s []string

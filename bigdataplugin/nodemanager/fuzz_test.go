@@ -9,11 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -35,11 +36,11 @@ func FuzzNMProtocol(f *testing.F) {
 	}
 	container := records.ContainerID{Attempt: attemptA, ID: 2}
 	token, err := keys.ContainerToken(nmtokens.ContainerGrant{Container: container, NodeID: "node-a:8041", User: "alice",
-		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Hour), Tier: "low", Queue: "root.default"})
+		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Hour), Tier: records.TierLow, Queue: "root.default"})
 	if err != nil {
 		f.Fatal(err)
 	}
-	ids := []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(container)}
+	ids := []*yarnpb.ContainerIdProto{wire.ContainerID(container)}
 	ipctest.FuzzMethods(f, newService, []*ipc.Caller{
 		{User: attemptA.String(), Auth: ipc.AuthToken, TokenIdentifier: nm.GetIdentifier()}, {User: "alice", Auth: ipc.AuthSimple},
 	}, map[string][]proto.Message{

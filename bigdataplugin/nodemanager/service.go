@@ -6,6 +6,7 @@
 package nodemanager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,11 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/shuffle"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
 )
@@ -125,23 +127,23 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 		if err != nil {
 			id := &yarnpb.ContainerIdProto{}
 			if grant != nil {
-				id = nmtokens.ContainerIDProto(grant.Container)
+				id = wire.ContainerID(grant.Container)
 			}
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)})
 			continue
 		}
 		if err := s.registerServices(grant, r.GetContainerLaunchContext()); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
-				ContainerId: nmtokens.ContainerIDProto(grant.Container), Exception: serialized(err)})
+				ContainerId: wire.ContainerID(grant.Container), Exception: serialized(err)})
 			continue
 		}
 		if err := s.start(ctx, who, grant, r.GetContainerLaunchContext()); err != nil {
 			s.opts.Logger.Warn("start container failed", "container", grant.Container.String(), "err", err)
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
-				ContainerId: nmtokens.ContainerIDProto(grant.Container), Exception: serialized(err)})
+				ContainerId: wire.ContainerID(grant.Container), Exception: serialized(err)})
 			continue
 		}
-		resp.SucceededRequests = append(resp.SucceededRequests, nmtokens.ContainerIDProto(grant.Container))
+		resp.SucceededRequests = append(resp.SucceededRequests, wire.ContainerID(grant.Container))
 	}
 	return resp, nil
 }
@@ -174,10 +176,7 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 	for _, kv := range clc.GetEnvironment() {
 		env[kv.GetKey()] = kv.GetValue()
 	}
-	tier := translator.Tier(g.Tier)
-	if tier == "" {
-		tier = translator.TierLow
-	}
+	tier := cmp.Or(g.Tier, records.TierLow)
 	pod, err := s.opts.Profile.Pod(translator.ContainerSpec{
 		App: g.Container.Attempt.App.String(), Attempt: g.Container.Attempt.String(), Container: g.Container.String(),
 		User: g.User, Queue: g.Queue, Tier: tier, MemoryMB: g.Resource.MemoryMB, VCores: g.Resource.VCores,
@@ -243,7 +242,7 @@ func (s *Service) stopContainers(ctx context.Context, req *yarnpb.StopContainers
 	}
 	resp := &yarnpb.StopContainersResponseProto{}
 	for _, p := range req.GetContainerId() {
-		c := nmtokens.ContainerIDOf(p)
+		c := wire.ContainerIDOf(p)
 		err := authorize(who, c)
 		if err == nil {
 			err = s.client.CoreV1().Pods(s.opts.Namespace).Delete(ctx, translator.PodName(c.String()), metav1.DeleteOptions{})
@@ -267,7 +266,7 @@ func (s *Service) getContainerStatuses(ctx context.Context, req *yarnpb.GetConta
 	}
 	resp := &yarnpb.GetContainerStatusesResponseProto{}
 	for _, p := range req.GetContainerId() {
-		c := nmtokens.ContainerIDOf(p)
+		c := wire.ContainerIDOf(p)
 		err := authorize(who, c)
 		var pod *corev1.Pod
 		if err == nil {

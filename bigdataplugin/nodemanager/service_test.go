@@ -11,12 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -59,7 +60,7 @@ func (f *fixture) dial(t *testing.T, attempt records.AttemptID, host string) (*i
 func (f *fixture) containerToken(t *testing.T, c records.ContainerID, node string) *commonpb.TokenProto {
 	t.Helper()
 	tok, err := f.keys.ContainerToken(nmtokens.ContainerGrant{Container: c, NodeID: node, User: "alice",
-		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Minute), Tier: "low", Queue: "root.default"})
+		Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Expiry: time.Now().Add(time.Minute), Tier: records.TierLow, Queue: "root.default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestStartStatusStop(t *testing.T) {
 
 	status := func() *yarnpb.ContainerStatusProto {
 		resp := &yarnpb.GetContainerStatusesResponseProto{}
-		call(t, c, "getContainerStatuses", &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(mine)}}, resp)
+		call(t, c, "getContainerStatuses", &yarnpb.GetContainerStatusesRequestProto{ContainerId: []*yarnpb.ContainerIdProto{wire.ContainerID(mine)}}, resp)
 		if len(resp.GetStatus()) != 1 {
 			t.Fatalf("statuses %v", resp)
 		}
@@ -163,7 +164,7 @@ func TestStartStatusStop(t *testing.T) {
 
 	stop := &yarnpb.StopContainersResponseProto{}
 	call(t, c, "stopContainers", &yarnpb.StopContainersRequestProto{ContainerId: []*yarnpb.ContainerIdProto{
-		nmtokens.ContainerIDProto(mine), nmtokens.ContainerIDProto(records.ContainerID{Attempt: attemptB, ID: 2})}}, stop)
+		wire.ContainerID(mine), wire.ContainerID(records.ContainerID{Attempt: attemptB, ID: 2})}}, stop)
 	if len(stop.GetSucceededRequests()) != 1 || len(stop.GetFailedRequests()) != 1 {
 		t.Errorf("stop %v", stop)
 	}

@@ -28,12 +28,12 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/janitor"
 	"github.com/weft-sh/weft/bigdataplugin/localizer"
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	"github.com/weft-sh/weft/bigdataplugin/nodemanager"
 	"github.com/weft-sh/weft/bigdataplugin/shuffle"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/masterkey"
 )
 
 // Config configures the plugin.
@@ -117,7 +117,7 @@ func New(cfg Config) (*Plugin, error) {
 	var key []byte
 	if ns, name, ok := strings.Cut(cfg.NMKeySecret, "/"); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		key, err = nmtokens.KeyFromSecret(ctx, client, ns, name, false)
+		key, err = masterkey.FromSecret(ctx, client, ns, name, false)
 		cancel()
 	} else {
 		key, err = readKey(cfg.NMKeyFile)
@@ -259,7 +259,7 @@ func readKey(path string) ([]byte, error) {
 			return b, nil
 		}
 		if time.Now().After(deadline) {
-			return state.LoadOrCreateKey(filepath.Split(path))
+			return masterkey.FromFile(filepath.Split(path))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

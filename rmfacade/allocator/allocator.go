@@ -10,6 +10,7 @@
 package allocator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -22,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/scheduler"
@@ -220,7 +221,7 @@ func (a *Allocator) Run(ctx context.Context) {
 type pendingRequest struct {
 	attempt records.AttemptID
 	key     askKey
-	tier    string
+	tier    records.Tier
 	queue   string
 }
 
@@ -327,7 +328,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		}
 		granted += len(made)
 		for _, c := range made {
-			a.metrics.granted.WithLabelValues(c.Tier).Inc()
+			a.metrics.granted.WithLabelValues(c.Tier.String()).Inc()
 		}
 		a.mu.Lock()
 		for _, c := range made {
@@ -390,7 +391,7 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 	// The AM's container counts in its queue, high tier: never a victim.
 	if am := amContainer(snap, app); am != nil && w.Node(am.Node) != nil {
 		if err := w.AddAllocation(&objects.Allocation{ID: am.ID.String(), AppID: appID, NodeID: am.Node,
-			Tier: objects.TierHigh, Resource: toQuota(am.Resource)}); err != nil {
+			Tier: records.TierHigh, Resource: toQuota(am.Resource)}); err != nil {
 			return err
 		}
 	}
@@ -406,7 +407,7 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 			continue
 		}
 		if err := w.AddAllocation(&objects.Allocation{ID: c.ID.String(), AppID: appID, NodeID: c.Node,
-			Tier: tierOf(c.Tier), Resource: toQuota(c.Resource), Preempting: c.PreemptDeadline != 0}); err != nil {
+			Tier: cmp.Or(c.Tier, records.TierLow), Resource: toQuota(c.Resource), Preempting: c.PreemptDeadline != 0}); err != nil {
 			return err
 		}
 	}
@@ -442,11 +443,11 @@ func (a *Allocator) addAttempt(w *schedstate.Txn, snap *state.Snapshot, attempt 
 			tier := a.opts.Tiers.Tier(translator.Container{RequestPriority: k.Priority, WorkersBefore: workers}, app.Tags)
 			workers++
 			id := fmt.Sprintf("%s/%d/%d/%d", appID, k.Priority, k.AllocationRequestID, i)
-			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tierOf(string(tier)), Resource: toQuota(k.Resource),
+			if err := w.AddRequest(&objects.Request{ID: id, AppID: appID, Tier: tier, Resource: toQuota(k.Resource),
 				Nodes: where.forPod(containerPod)}); err != nil {
 				return err
 			}
-			pending(id, pendingRequest{attempt: attempt, key: k, tier: string(tier), queue: q.Path})
+			pending(id, pendingRequest{attempt: attempt, key: k, tier: tier, queue: q.Path})
 		}
 	}
 	return nil
@@ -557,15 +558,4 @@ func (a *Allocator) killDuePreemptions(ctx context.Context, snap *state.Snapshot
 
 func toQuota(r records.Resource) quota.Resource {
 	return quota.Resource{MilliCPU: int64(r.VCores) * 1000, Memory: r.MemoryMB << 20}
-}
-
-func tierOf(t string) objects.Tier {
-	switch translator.Tier(t) {
-	case translator.TierHigh:
-		return objects.TierHigh
-	case translator.TierMedium:
-		return objects.TierMedium
-	default:
-		return objects.TierLow
-	}
 }

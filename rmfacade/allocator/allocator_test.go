@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // Outstanding sums an attempt's ANY asks as totals (AMRMClient resends

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -63,7 +63,7 @@ func BenchmarkCycle(b *testing.B) {
 		grants := make([]rm.Grant, perApp)
 		for j := range grants {
 			n := fmt.Sprintf("n%04d", (i*perApp+j)%nodes)
-			grants[j] = rm.Grant{Node: n, NodeHTTP: n + ":8042", Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Priority: 1, Tier: "low"}
+			grants[j] = rm.Grant{Node: n, NodeHTTP: n + ":8042", Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Priority: 1, Tier: records.TierLow}
 		}
 		if _, err := mgr.AllocateContainers(ctx, at, grants); err != nil {
 			b.Fatal(err)

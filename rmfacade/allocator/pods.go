@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -8,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/podbinder"
@@ -55,7 +56,7 @@ type pendingPod struct {
 	// am is set for the AM container of one of this RM's applications:
 	// its placement is the RM's allocation of that container.
 	am   *records.ContainerID
-	tier objects.Tier
+	tier records.Tier
 }
 
 // podCycle is what one cycle made of the pods.
@@ -125,11 +126,11 @@ func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*re
 				w.Application(cid.Attempt.String()) == nil {
 				continue // not an AM waiting for its attempt's container
 			}
-			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: objects.TierHigh,
+			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: records.TierHigh,
 				Resource: toQuota(app.AMResource), Nodes: where.forPod(p)}); err != nil {
 				return nil, err
 			}
-			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: objects.TierHigh}
+			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: records.TierHigh}
 			pc.amRequests = append(pc.amRequests, podID(p))
 			continue
 		}
@@ -164,7 +165,7 @@ func (a *Allocator) chargeOthers(w *schedstate.Txn, pc *podCycle, node string, r
 
 // podApp files a pod that is not a YARN container under its application,
 // created in its queue if this is the application's first pod.
-func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (string, objects.Tier, error) {
+func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (string, records.Tier, error) {
 	qname := p.Labels[LabelQueue]
 	if qname == "" {
 		qname = "root.default"
@@ -173,9 +174,9 @@ func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (stri
 	if !ok {
 		return "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
 	}
-	tier := objects.TierMedium
-	if t := p.Labels[LabelTier]; t != "" {
-		tier = tierOf(t)
+	tier := records.TierMedium
+	if p.Labels[LabelTier] != "" {
+		tier = cmp.Or(translator.PodTier(p), records.TierLow)
 	}
 	job := p.Labels[LabelApp]
 	if job == "" {

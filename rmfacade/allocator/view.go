@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/scheduler/objects"
 	schedstate "github.com/weft-sh/weft/scheduler/state"

@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/scheduler/podbinder"

@@ -27,8 +27,8 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/podsync"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"
@@ -278,7 +278,7 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 	}
 	spec := translator.ContainerSpec{
 		App: app.ID.String(), Attempt: attempt.String(), Container: container.String(), User: app.User, Queue: app.Queue,
-		Tier: translator.TierHigh, MemoryMB: app.AMResource.MemoryMB, VCores: app.AMResource.VCores,
+		Tier: records.TierHigh, MemoryMB: app.AMResource.MemoryMB, VCores: app.AMResource.VCores,
 		Commands: clc.GetCommand(), Env: env, Runtime: l.opts.Runtime,
 		NMPort: l.opts.NMPort, NMHTTPPort: l.opts.NMHTTPPort, AppSubmitTime: app.SubmitTime, MaxAppAttempts: app.MaxAttempts,
 		CredentialsSecret: secret.Name, LocalResources: local, RM: l.opts.ClusterID, Namespace: l.opts.Namespace, SchedulerName: l.opts.SchedulerName,

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/amrm"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"

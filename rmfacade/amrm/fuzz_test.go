@@ -6,13 +6,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -62,7 +63,7 @@ func FuzzAMProtocol(f *testing.F) {
 	}, map[string][]proto.Message{
 		"registerApplicationMaster": {&yarnpb.RegisterApplicationMasterRequestProto{Host: proto.String("h"), RpcPort: proto.Int32(1)}},
 		"allocate": {&yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask}},
-			&yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Release: []*yarnpb.ContainerIdProto{nmtokens.ContainerIDProto(records.ContainerID{Attempt: live, ID: 2})}}},
+			&yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1), Release: []*yarnpb.ContainerIdProto{wire.ContainerID(records.ContainerID{Attempt: live, ID: 2})}}},
 		"finishApplicationMaster": {&yarnpb.FinishApplicationMasterRequestProto{FinalApplicationStatus: yarnpb.FinalApplicationStatusProto_APP_SUCCEEDED.Enum()}},
 	})
 }

@@ -3,7 +3,7 @@ package amrm
 import (
 	"testing"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // The cluster's headroom in allocate responses is summed once per change

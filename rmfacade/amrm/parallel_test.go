@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 )
 
 // TestAllocatesOfDifferentAMsRunInParallel holds one AM's session as a

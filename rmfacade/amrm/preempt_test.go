@@ -13,13 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
@@ -185,7 +186,7 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 		resp := allocate(a, 0)
 		var victim string
 		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
-			if id := nmtokens.ContainerIDOf(pc.GetId()).String(); !gone[id] {
+			if id := wire.ContainerIDOf(pc.GetId()).String(); !gone[id] {
 				victim = id
 			}
 		}
@@ -193,7 +194,7 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 			t.Fatalf("round %d: preemption message %v, want one new container", round, resp.GetPreempt())
 		}
 		for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
-			if c.ID.String() == victim && c.Tier != "low" {
+			if c.ID.String() == victim && c.Tier != records.TierLow {
 				t.Errorf("round %d: victim %s is %s tier", round, c.ID, c.Tier)
 			}
 		}
@@ -214,14 +215,14 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 		clock.Add(25 * time.Second)
 		cycle()
 		resp = allocate(a, 0)
-		if st := resp.GetCompletedContainerStatuses(); len(st) != 1 || nmtokens.ContainerIDOf(st[0].GetContainerId()).String() != victim ||
+		if st := resp.GetCompletedContainerStatuses(); len(st) != 1 || wire.ContainerIDOf(st[0].GetContainerId()).String() != victim ||
 			st[0].GetExitStatus() != records.ExitPreempted {
 			t.Fatalf("round %d: completed %v, want the victim PREEMPTED", round, st)
 		}
 		// (B's elastic container may already have its victim named:
 		// its minimum was placed in the same cycle.)
 		for _, pc := range resp.GetPreempt().GetStrictContract().GetContainer() {
-			if nmtokens.ContainerIDOf(pc.GetId()).String() == victim {
+			if wire.ContainerIDOf(pc.GetId()).String() == victim {
 				t.Errorf("round %d: the killed victim is still announced", round)
 			}
 		}
@@ -241,13 +242,13 @@ func TestPreemptionWithAdvanceNotice(t *testing.T) {
 	if p := allocate(a, 0).GetPreempt(); p != nil {
 		t.Errorf("preemption beyond B's guarantee: %v", p)
 	}
-	tiers := map[string]int{}
+	tiers := map[records.Tier]int{}
 	for _, c := range mgr.Snapshot().ContainersOfAttempt(attemptA) {
 		if c.State != records.ContainerComplete {
 			tiers[c.Tier]++
 		}
 	}
-	if tiers["medium"] != 1 || tiers["low"] != 1 {
+	if tiers[records.TierMedium] != 1 || tiers[records.TierLow] != 1 {
 		t.Errorf("A keeps %v, want its medium and one low", tiers)
 	}
 

@@ -2,9 +2,6 @@ package amrm
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,11 +9,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/rmfacade/allocator"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
@@ -212,7 +210,7 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	sess.heard.Store(s.opts.Now().UnixNano())
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
-		MaximumCapability:      &yarnpb.ResourceProto{Memory: proto.Int64(max.MemoryMB), VirtualCores: proto.Int32(max.VCores)},
+		MaximumCapability:      wire.Resource(max),
 		Queue:                  proto.String(s.mgr.QueuePath(app.Queue)),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
 		// AMRMClient re-initializes its resource types from these; an empty
@@ -254,15 +252,15 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 			id, last.GetResponseId(), req.GetResponseId())
 	}
 	for _, r := range req.GetAsk() {
-		want := records.Resource{MemoryMB: r.GetCapability().GetMemory(), VCores: r.GetCapability().GetVirtualCores()}
+		want := wire.ResourceOf(r.GetCapability())
 		norm, err := s.mgr.NormalizeRequest(want)
 		if err != nil {
 			return nil, err
 		}
-		r.Capability = &yarnpb.ResourceProto{Memory: proto.Int64(norm.MemoryMB), VirtualCores: proto.Int32(norm.VCores)}
+		r.Capability = wire.Resource(norm)
 	}
 	for _, c := range req.GetRelease() {
-		cid := nmtokens.ContainerIDOf(c)
+		cid := wire.ContainerIDOf(c)
 		if cid.Attempt.App != id.App {
 			continue // not this application's: YARN ignores it too
 		}
@@ -286,9 +284,9 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	for _, c := range completed {
 		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, &yarnpb.ContainerStatusProto{
-			ContainerId: nmtokens.ContainerIDProto(c.ID), State: yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
+			ContainerId: wire.ContainerID(c.ID), State: yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
 			Diagnostics: proto.String(c.Diagnostics), ExitStatus: proto.Int32(c.ExitStatus),
-			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(c.Resource.MemoryMB), VirtualCores: proto.Int32(c.Resource.VCores)},
+			Capability: wire.Resource(c.Resource),
 		})
 	}
 	// Victims are announced in every response until they are gone, as
@@ -297,7 +295,7 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	if victims := s.mgr.Preempting(id); len(victims) > 0 {
 		var cs []*yarnpb.PreemptionContainerProto
 		for _, c := range victims {
-			cs = append(cs, &yarnpb.PreemptionContainerProto{Id: nmtokens.ContainerIDProto(c.ID)})
+			cs = append(cs, &yarnpb.PreemptionContainerProto{Id: wire.ContainerID(c.ID)})
 		}
 		resp.Preempt = &yarnpb.PreemptionMessageProto{
 			StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs},
@@ -305,7 +303,7 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		}
 	}
 	h := s.clusterHeadroom()
-	resp.Limit = &yarnpb.ResourceProto{Memory: proto.Int64(max(h.free.MemoryMB, 0)), VirtualCores: proto.Int32(max(h.free.VCores, 0))}
+	resp.Limit = wire.Resource(records.Resource{MemoryMB: max(h.free.MemoryMB, 0), VCores: max(h.free.VCores, 0)})
 	resp.NumClusterNodes = proto.Int32(int32(h.nodes))
 	sess.last = resp
 	return resp, nil
@@ -357,7 +355,7 @@ func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session
 	}
 	seen := sess.nmTokens
 	for _, c := range acquired {
-		host, port, err := splitNodeID(c.Node)
+		host, port, err := wire.SplitNodeID(c.Node)
 		if err != nil {
 			return err
 		}
@@ -367,10 +365,10 @@ func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session
 		if err != nil {
 			return err
 		}
-		nodeID := &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)}
+		nodeID := wire.NodeID(c.Node)
 		resp.AllocatedContainers = append(resp.AllocatedContainers, &yarnpb.ContainerProto{
-			Id: nmtokens.ContainerIDProto(c.ID), NodeId: nodeID, NodeHttpAddress: proto.String(c.NodeHTTP),
-			Resource:       &yarnpb.ResourceProto{Memory: proto.Int64(c.Resource.MemoryMB), VirtualCores: proto.Int32(c.Resource.VCores)},
+			Id: wire.ContainerID(c.ID), NodeId: nodeID, NodeHttpAddress: proto.String(c.NodeHTTP),
+			Resource:       wire.Resource(c.Resource),
 			Priority:       &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
 			ContainerToken: token, AllocationRequestId: proto.Int64(c.AllocationRequestID),
 		})
@@ -384,18 +382,6 @@ func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session
 		}
 	}
 	return nil
-}
-
-func splitNodeID(nodeID string) (string, int32, error) {
-	host, port, err := net.SplitHostPort(nodeID)
-	if err != nil {
-		return "", 0, fmt.Errorf("node id %q: %w", nodeID, err)
-	}
-	p, err := strconv.ParseInt(port, 10, 32)
-	if err != nil {
-		return "", 0, fmt.Errorf("node id %q: %w", nodeID, err)
-	}
-	return host, int32(p), nil
 }
 
 func (s *Service) finish(ctx context.Context, req *yarnpb.FinishApplicationMasterRequestProto) (*yarnpb.FinishApplicationMasterResponseProto, error) {

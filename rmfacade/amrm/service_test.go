@@ -10,13 +10,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/allocator"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
@@ -217,7 +218,7 @@ func TestGrantsContainers(t *testing.T) {
 	if len(resp.GetAllocatedContainers()) != 3 || len(resp.GetNmTokens()) != 1 {
 		t.Fatalf("got %d containers and %d NMTokens, want 3 and 1", len(resp.GetAllocatedContainers()), len(resp.GetNmTokens()))
 	}
-	tiers := map[string]int{}
+	tiers := map[records.Tier]int{}
 	for _, ct := range resp.GetAllocatedContainers() {
 		if ct.GetResource().GetMemory() != 1024 || ct.GetNodeId().GetHost() != "node-a" {
 			t.Errorf("container %v", ct)
@@ -226,7 +227,7 @@ func TestGrantsContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Container != nmtokens.ContainerIDOf(ct.GetId()) || g.User != "alice" {
+		if g.Container != wire.ContainerIDOf(ct.GetId()) || g.User != "alice" {
 			t.Errorf("token grants %+v", g)
 		}
 		if _, err := f.keys.VerifyContainerToken(ct.GetContainerToken(), "node-b:8041"); class(err) != ipc.ClassInvalidToken {
@@ -234,7 +235,7 @@ func TestGrantsContainers(t *testing.T) {
 		}
 		tiers[g.Tier]++
 	}
-	if tiers["medium"] != 1 || tiers["low"] != 2 {
+	if tiers[records.TierMedium] != 1 || tiers[records.TierLow] != 2 {
 		t.Errorf("tiers %v, want one medium (the job's minimum) and two low", tiers)
 	}
 	if n, _ := f.alloc.Outstanding(attempt); n != 1 {

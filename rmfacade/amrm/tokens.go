@@ -10,8 +10,9 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/rmfacade/rm"
 )
 
@@ -42,10 +43,7 @@ func (t *Tokens) password(identifier []byte) []byte {
 // Issue returns the AMRMToken of an attempt. Its service is left empty:
 // clients set it to the scheduler address they use.
 func (t *Tokens) Issue(id records.AttemptID) (*commonpb.TokenProto, error) {
-	identifier, err := proto.Marshal(&yarnpb.AMRMTokenIdentifierProto{AppAttemptId: &yarnpb.ApplicationAttemptIdProto{
-		ApplicationId: &yarnpb.ApplicationIdProto{Id: proto.Int32(id.App.ID), ClusterTimestamp: proto.Int64(id.App.ClusterTimestamp)},
-		AttemptId:     proto.Int32(id.ID),
-	}, KeyId: proto.Int32(keyID)})
+	identifier, err := proto.Marshal(&yarnpb.AMRMTokenIdentifierProto{AppAttemptId: wire.AttemptID(id), KeyId: proto.Int32(keyID)})
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +56,7 @@ func attemptOf(identifier []byte) (records.AttemptID, int32, error) {
 	if err := proto.Unmarshal(identifier, id); err != nil || id.GetAppAttemptId() == nil {
 		return records.AttemptID{}, 0, ipc.Errorf(ipc.ClassInvalidToken, "malformed AMRMToken identifier")
 	}
-	a := id.GetAppAttemptId()
-	return records.AttemptID{App: records.ApplicationID{ClusterTimestamp: a.GetApplicationId().GetClusterTimestamp(),
-		ID: a.GetApplicationId().GetId()}, ID: a.GetAttemptId()}, id.GetKeyId(), nil
+	return wire.AttemptIDOf(id.GetAppAttemptId()), id.GetKeyId(), nil
 }
 
 // RetrievePassword implements ipc.TokenAuthenticator: the token's user is

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 )
 
 // BenchmarkGetApplicationReport measures getApplicationReport over

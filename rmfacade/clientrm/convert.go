@@ -5,43 +5,13 @@ import (
 	"strings"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
-// Conversions between records and their YARN wire form.
-
-func appIDProto(id records.ApplicationID) *yarnpb.ApplicationIdProto {
-	return &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)}
-}
-
-func appIDOf(p *yarnpb.ApplicationIdProto) records.ApplicationID {
-	return records.ApplicationID{ClusterTimestamp: p.GetClusterTimestamp(), ID: p.GetId()}
-}
-
-func attemptIDProto(id records.AttemptID) *yarnpb.ApplicationAttemptIdProto {
-	return &yarnpb.ApplicationAttemptIdProto{ApplicationId: appIDProto(id.App), AttemptId: proto.Int32(id.ID)}
-}
-
-func attemptIDOf(p *yarnpb.ApplicationAttemptIdProto) records.AttemptID {
-	return records.AttemptID{App: appIDOf(p.GetApplicationId()), ID: p.GetAttemptId()}
-}
-
-func containerIDProto(id records.ContainerID) *yarnpb.ContainerIdProto {
-	return &yarnpb.ContainerIdProto{AppId: appIDProto(id.Attempt.App), AppAttemptId: attemptIDProto(id.Attempt), Id: proto.Int64(id.ID)}
-}
-
-func containerIDOf(p *yarnpb.ContainerIdProto) records.ContainerID {
-	return records.ContainerID{Attempt: attemptIDOf(p.GetAppAttemptId()), ID: p.GetId()}
-}
-
-func resourceProto(r records.Resource) *yarnpb.ResourceProto {
-	return &yarnpb.ResourceProto{Memory: proto.Int64(r.MemoryMB), VirtualCores: proto.Int32(r.VCores)}
-}
-
-func resourceOf(p *yarnpb.ResourceProto) records.Resource {
-	return records.Resource{MemoryMB: p.GetMemory(), VCores: p.GetVirtualCores()}
-}
+// Conversions between records and their YARN wire form; ids and
+// resources are protos/yarn/wire's.
 
 func appStateProto(s records.AppState) *yarnpb.YarnApplicationStateProto {
 	return yarnpb.YarnApplicationStateProto(yarnpb.YarnApplicationStateProto_value[string(s)]).Enum()
@@ -105,7 +75,7 @@ func appReport(a *records.Application, queuePath string, u records.Usage, proxyB
 		rpcPort = -1
 	}
 	r := &yarnpb.ApplicationReportProto{
-		ApplicationId: appIDProto(a.ID), User: proto.String(a.User), Queue: proto.String(queuePath), Name: proto.String(a.Name),
+		ApplicationId: wire.AppID(a.ID), User: proto.String(a.User), Queue: proto.String(queuePath), Name: proto.String(a.Name),
 		Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(rpcPort),
 		YarnApplicationState: appStateProto(a.State), TrackingUrl: proto.String(proxyBase + a.ID.String() + "/"),
 		Diagnostics: proto.String(a.Diagnostics), StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
@@ -116,12 +86,12 @@ func appReport(a *records.Application, queuePath string, u records.Usage, proxyB
 		LogAggregationStatus: yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum(),
 		AppResource_Usage: &yarnpb.ApplicationResourceUsageReportProto{
 			NumUsedContainers: proto.Int32(u.Containers), NumReservedContainers: proto.Int32(0),
-			UsedResources: resourceProto(u.Allocated), ReservedResources: resourceProto(records.Resource{}),
-			NeededResources: resourceProto(u.Allocated), MemorySeconds: proto.Int64(u.MemorySeconds), VcoreSeconds: proto.Int64(u.VcoreSeconds),
+			UsedResources: wire.Resource(u.Allocated), ReservedResources: wire.Resource(records.Resource{}),
+			NeededResources: wire.Resource(u.Allocated), MemorySeconds: proto.Int64(u.MemorySeconds), VcoreSeconds: proto.Int64(u.VcoreSeconds),
 		},
 	}
 	if a.CurrentAttempt > 0 {
-		r.CurrentApplicationAttemptId = attemptIDProto(records.AttemptID{App: a.ID, ID: a.CurrentAttempt})
+		r.CurrentApplicationAttemptId = wire.AttemptID(records.AttemptID{App: a.ID, ID: a.CurrentAttempt})
 	}
 	if a.State.Terminal() && a.TrackingURL != "" {
 		r.TrackingUrl = proto.String(a.TrackingURL)
@@ -131,7 +101,7 @@ func appReport(a *records.Application, queuePath string, u records.Usage, proxyB
 
 func attemptReport(a *records.Attempt, proxyBase string) *yarnpb.ApplicationAttemptReportProto {
 	r := &yarnpb.ApplicationAttemptReportProto{
-		ApplicationAttemptId: attemptIDProto(a.ID), Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(a.RPCPort),
+		ApplicationAttemptId: wire.AttemptID(a.ID), Host: proto.String(orNA(a.Host)), RpcPort: proto.Int32(a.RPCPort),
 		TrackingUrl: proto.String(proxyBase + a.ID.App.String() + "/"), Diagnostics: proto.String(a.Diagnostics),
 		YarnApplicationAttemptState: attemptStateProto(a.State), OriginalTrackingUrl: proto.String(orNA(a.OriginalTrackingURL)),
 		StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
@@ -140,42 +110,25 @@ func attemptReport(a *records.Attempt, proxyBase string) *yarnpb.ApplicationAtte
 		r.RpcPort = proto.Int32(-1)
 	}
 	if id, err := records.ParseContainerID(a.AMContainer); err == nil {
-		r.AmContainerId = containerIDProto(id)
+		r.AmContainerId = wire.ContainerID(id)
 	}
 	return r
 }
 
 func containerReport(c *records.Container) *yarnpb.ContainerReportProto {
-	host, port := splitNodeID(c.Node)
 	return &yarnpb.ContainerReportProto{
-		ContainerId: containerIDProto(c.ID), Resource: resourceProto(c.Resource),
-		NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)}, Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
+		ContainerId: wire.ContainerID(c.ID), Resource: wire.Resource(c.Resource),
+		NodeId: wire.NodeID(c.Node), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
 		CreationTime: proto.Int64(c.StartTime), FinishTime: proto.Int64(c.FinishTime), DiagnosticsInfo: proto.String(c.Diagnostics),
 		LogUrl: proto.String(c.LogURL), ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: containerStateProto(c.State),
 		NodeHttpAddress: proto.String(c.NodeHTTP),
 	}
 }
 
-func splitNodeID(id string) (string, int32) {
-	for i := len(id) - 1; i >= 0; i-- {
-		if id[i] == ':' {
-			var port int32
-			for _, ch := range id[i+1:] {
-				if ch < '0' || ch > '9' {
-					return id, 0
-				}
-				port = port*10 + ch - '0'
-			}
-			return id[:i], port
-		}
-	}
-	return id, 0
-}
-
 func nodeReport(n *records.Node) *yarnpb.NodeReportProto {
 	r := &yarnpb.NodeReportProto{
 		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
-		RackName: proto.String(n.Rack), Used: resourceProto(n.Used), Capability: resourceProto(n.Capability),
+		RackName: proto.String(n.Rack), Used: wire.Resource(n.Used), Capability: wire.Resource(n.Capability),
 		NumContainers: proto.Int32(n.NumContainers), NodeState: nodeStateProto(n.State), HealthReport: proto.String(n.HealthReport),
 		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
 	}

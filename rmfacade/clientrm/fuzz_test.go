@@ -6,9 +6,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 )

@@ -13,9 +13,10 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
@@ -112,8 +113,8 @@ func user(ctx context.Context) string {
 }
 
 func (s *Service) getNewApplication(ctx context.Context, _ *yarnpb.GetNewApplicationRequestProto) (*yarnpb.GetNewApplicationResponseProto, error) {
-	return &yarnpb.GetNewApplicationResponseProto{ApplicationId: appIDProto(s.mgr.NewApplicationID()),
-		MaximumCapability: resourceProto(s.mgr.MaximumAllocation())}, nil
+	return &yarnpb.GetNewApplicationResponseProto{ApplicationId: wire.AppID(s.mgr.NewApplicationID()),
+		MaximumCapability: wire.Resource(s.mgr.MaximumAllocation())}, nil
 }
 
 func (s *Service) submitApplication(ctx context.Context, req *yarnpb.SubmitApplicationRequestProto) (*yarnpb.SubmitApplicationResponseProto, error) {
@@ -125,12 +126,12 @@ func (s *Service) submitApplication(ctx context.Context, req *yarnpb.SubmitAppli
 	if err != nil {
 		return nil, err
 	}
-	am := resourceOf(sc.GetResource())
+	am := wire.ResourceOf(sc.GetResource())
 	if rr := sc.GetAmContainerResourceRequest(); len(rr) > 0 && rr[0].GetCapability() != nil {
-		am = resourceOf(rr[0].GetCapability())
+		am = wire.ResourceOf(rr[0].GetCapability())
 	}
 	err = s.mgr.Submit(ctx, rm.Submission{
-		ID: appIDOf(sc.GetApplicationId()), Name: sc.GetApplicationName(), User: user(ctx), Queue: sc.GetQueue(),
+		ID: wire.AppIDOf(sc.GetApplicationId()), Name: sc.GetApplicationName(), User: user(ctx), Queue: sc.GetQueue(),
 		Type: sc.GetApplicationType(), Tags: sc.GetApplicationTags(), Priority: sc.GetPriority().GetPriority(), AMResource: am,
 		MaxAttempts: sc.GetMaxAppAttempts(), UnmanagedAM: sc.GetUnmanagedAm(),
 		KeepContainers: sc.GetKeepContainersAcrossApplicationAttempts(), Raw: raw,
@@ -152,7 +153,7 @@ func (s *Service) application(req interface {
 	if req.GetApplicationId() == nil {
 		return nil, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided, "ApplicationId is not provided")
 	}
-	return s.mgr.Application(appIDOf(req.GetApplicationId()))
+	return s.mgr.Application(wire.AppIDOf(req.GetApplicationId()))
 }
 
 func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetApplicationReportRequestProto) (*yarnpb.GetApplicationReportResponseProto, error) {
@@ -209,7 +210,7 @@ func (s *Service) forceKillApplication(ctx context.Context, req *yarnpb.KillAppl
 	if req.GetApplicationId() == nil {
 		return nil, yarnerr.New(yarnerr.KindBadRequest, yarnerr.ClassApplicationIDNotProvided, "ApplicationId is not provided")
 	}
-	done, err := s.mgr.Kill(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetDiagnostics())
+	done, err := s.mgr.Kill(ctx, wire.AppIDOf(req.GetApplicationId()), user(ctx), req.GetDiagnostics())
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +295,7 @@ func (s *Service) attempt(snap *state.Snapshot, p *yarnpb.ApplicationAttemptIdPr
 	if p == nil {
 		return nil, yarnerr.BadRequest("ApplicationAttemptId is not provided")
 	}
-	id := attemptIDOf(p)
+	id := wire.AttemptIDOf(p)
 	if snap.Application(id.App) == nil {
 		return nil, yarnerr.ApplicationNotFound(id.App.String())
 	}
@@ -331,8 +332,8 @@ func (s *Service) getContainerReport(ctx context.Context, req *yarnpb.GetContain
 		return nil, yarnerr.BadRequest("ContainerId is not provided")
 	}
 	snap := s.mgr.Snapshot()
-	id := containerIDOf(req.GetContainerId())
-	if _, err := s.attempt(snap, attemptIDProto(id.Attempt)); err != nil {
+	id := wire.ContainerIDOf(req.GetContainerId())
+	if _, err := s.attempt(snap, wire.AttemptID(id.Attempt)); err != nil {
 		return nil, err
 	}
 	c := snap.Container(id)
@@ -343,14 +344,14 @@ func (s *Service) getContainerReport(ctx context.Context, req *yarnpb.GetContain
 }
 
 func (s *Service) moveApplicationAcrossQueues(ctx context.Context, req *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {
-	if err := s.mgr.Move(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetTargetQueue()); err != nil {
+	if err := s.mgr.Move(ctx, wire.AppIDOf(req.GetApplicationId()), user(ctx), req.GetTargetQueue()); err != nil {
 		return nil, err
 	}
 	return &yarnpb.MoveApplicationAcrossQueuesResponseProto{}, nil
 }
 
 func (s *Service) updateApplicationPriority(ctx context.Context, req *yarnpb.UpdateApplicationPriorityRequestProto) (*yarnpb.UpdateApplicationPriorityResponseProto, error) {
-	p, err := s.mgr.UpdatePriority(ctx, appIDOf(req.GetApplicationId()), user(ctx), req.GetApplicationPriority().GetPriority())
+	p, err := s.mgr.UpdatePriority(ctx, wire.AppIDOf(req.GetApplicationId()), user(ctx), req.GetApplicationPriority().GetPriority())
 	if err != nil {
 		return nil, err
 	}

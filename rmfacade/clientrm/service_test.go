@@ -13,10 +13,11 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/ipc/ipctest"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/ipc/ipctest"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
@@ -160,7 +161,7 @@ func TestApplicationLifecycleOverIPC(t *testing.T) {
 	if err != nil || !kill.GetIsKillCompleted() {
 		t.Fatalf("kill: %v %v", kill, err)
 	}
-	if a, _ := f.mgr.Application(appIDOf(id2)); a.State != records.AppKilled {
+	if a, _ := f.mgr.Application(wire.AppIDOf(id2)); a.State != records.AppKilled {
 		t.Fatalf("after kill: %s", a.State)
 	}
 

@@ -33,9 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/quota/crd"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"
@@ -190,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // refresh makes the Queues' tree the RM's if it is valid, returning why
 // not otherwise.
 func (r *Reconciler) refresh(queues []v1alpha1.Queue) (refusal string) {
-	configs, err := quota.ConfigsFromQueues(queues)
+	configs, err := crd.ConfigsFromQueues(queues)
 	if err == nil && !reflect.DeepEqual(configs, r.configs) {
 		var tree *quota.Tree
 		if tree, err = quota.NewTree(configs); err == nil {
@@ -295,7 +296,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, queues []v1alpha1.Queue, r
 	for i := range queues {
 		q := &queues[i]
 		t := total(q.Name, map[string]bool{})
-		guaranteed, _, window := quota.Effective(q.Spec, now)
+		guaranteed, _, window := crd.Effective(q.Spec, now)
 		used := corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(t.used.VCores)*r.opts.VCoreMilli, resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(t.used.MemoryMB<<20, resource.BinarySI),

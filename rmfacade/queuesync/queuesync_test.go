@@ -19,9 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/quota/crd"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource/storesourcetest"
@@ -63,7 +64,7 @@ func newCluster(t *testing.T, queues ...*v1alpha1.Queue) *cluster {
 		objs[i], items[i] = q, *q
 	}
 	c.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Queue{}).Build()
-	configs, err := quota.ConfigsFromQueues(items)
+	configs, err := crd.ConfigsFromQueues(items)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
+	"github.com/weft-sh/weft/quota/crd"
 )
 
 // Read reads the Queue tree from the cluster, as YARN's view and as the
@@ -38,6 +39,6 @@ func Read(ctx context.Context, cfg *k8srest.Config) ([]quota.QueueConfig, []v1al
 			return nil, nil, fmt.Errorf("queue %s: %w", u.GetName(), err)
 		}
 	}
-	configs, err := quota.ConfigsFromQueues(queues)
+	configs, err := crd.ConfigsFromQueues(queues)
 	return configs, queues, err
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/gorilla/mux"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"

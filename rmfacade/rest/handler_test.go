@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"

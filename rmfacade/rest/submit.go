@@ -8,7 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/rmfacade/rest/dao"
 )
 
@@ -66,7 +67,7 @@ func submissionProto(s *dao.ApplicationSubmissionContextInfo, id records.Applica
 		clc.Application_ACLs = append(clc.Application_ACLs, &yarnpb.ApplicationACLMapProto{AccessType: yarnpb.ApplicationAccessTypeProto(t).Enum(), Acl: proto.String(e.Value)})
 	}
 	return &yarnpb.ApplicationSubmissionContextProto{
-		ApplicationId:   &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)},
+		ApplicationId:   wire.AppID(id),
 		ApplicationName: proto.String(orDefault(s.ApplicationName, "N/A")), Queue: proto.String(orDefault(s.Queue, "default")),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(max(s.Priority, 0))}, AmContainerSpec: clc, UnmanagedAm: proto.Bool(s.UnmanagedAM),
 		MaxAppAttempts: proto.Int32(s.MaxAppAttempts), ApplicationType: proto.String(orDefault(s.ApplicationType, "YARN")),

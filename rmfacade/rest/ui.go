@@ -3,7 +3,7 @@ package rest
 import (
 	"github.com/gorilla/mux"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rest/dao"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/webui"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
@@ -16,7 +16,7 @@ type Grant struct {
 	Resource            records.Resource
 	Priority            int32
 	AllocationRequestID int64
-	Tier                string
+	Tier                records.Tier
 	// Queue is the application's queue the grant was decided for; empty,
 	// the queue is not checked.
 	Queue string
@@ -229,7 +229,7 @@ func (m *Manager) AMContainerPlaced(ctx context.Context, id records.ContainerID,
 			return nil
 		}
 		return w.PutContainer(&records.Container{ID: id, Node: node, NodeHTTP: nodeHTTP, Resource: r, State: records.ContainerRunning,
-			ExitStatus: records.ExitInvalid, StartTime: m.opts.Now().UnixMilli(), Tier: "high", Acquired: true})
+			ExitStatus: records.ExitInvalid, StartTime: m.opts.Now().UnixMilli(), Tier: records.TierHigh, Acquired: true})
 	})
 }
 

@@ -20,8 +20,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	k8srest "k8s.io/client-go/rest"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/translator"
 )

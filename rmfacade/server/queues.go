@@ -8,6 +8,7 @@ import (
 
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
+	"github.com/weft-sh/weft/quota/crd"
 	"github.com/weft-sh/weft/rmfacade/queuesync"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) quotas(cluster quota.Resource, now time.Time) ([]quota.QueueQuo
 		crds = s.queueSync.Objects()
 	}
 	if crds != nil {
-		return quota.QuotasFromCRDs(crds, now, s.cfg.Launcher.Profile.VCoreMilli())
+		return crd.QuotasFromCRDs(crds, now, s.cfg.Launcher.Profile.VCoreMilli())
 	}
 	return quota.QuotasFromQueues(s.Manager.Queues().Queues(), cluster), nil
 }

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/yarnerr"
 )

@@ -26,23 +26,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/weft-sh/weft/bigdataplugin/nmtokens"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
-	"github.com/weft-sh/weft/rmfacade/ipc"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/podsync"
 	"github.com/weft-sh/weft/rmfacade/queuesync"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/translator/masterkey"
 )
 
 // Config configures the facade. Addresses default to YARN's ports on
@@ -252,7 +253,7 @@ func (s *Server) stateStoreName() string {
 // Tokens signed with it stay valid across restarts and failovers.
 func (s *Server) masterKey(name string) ([]byte, error) {
 	if s.fenced == nil {
-		return state.LoadOrCreateKey(s.cfg.DataDir, name+".key")
+		return masterkey.FromFile(s.cfg.DataDir, name+".key")
 	}
 	return s.keyFromSecret(s.cfg.StateNamespace, s.cfg.Launcher.ClusterID+"-"+name)
 }
@@ -266,7 +267,7 @@ func (s *Server) keyFromSecret(namespace, name string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return nmtokens.KeyFromSecret(ctx, client, namespace, name, true)
+	return masterkey.FromSecret(ctx, client, namespace, name, true)
 }
 
 func (s *Server) init() error {
@@ -406,7 +407,7 @@ func (s *Server) nmKey() ([]byte, error) {
 	if path == "" {
 		path = filepath.Join(s.cfg.DataDir, "nm-master.key")
 	}
-	return state.LoadOrCreateKey(filepath.Split(path))
+	return masterkey.FromFile(filepath.Split(path))
 }
 
 // ClientAddr, SchedulerAddr and WebAddr are the bound addresses.

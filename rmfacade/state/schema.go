@@ -11,8 +11,8 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	"github.com/weft-sh/weft/rmfacade/records"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
+	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // Table names.

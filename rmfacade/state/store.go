@@ -10,8 +10,8 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
-	"github.com/weft-sh/weft/rmfacade/records"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
+	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 // Op is one durable change: a record's new encoding, or its deletion when

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 func openStore(t *testing.T, dir string) *Store {

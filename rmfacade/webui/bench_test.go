@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
@@ -59,7 +59,7 @@ func BenchmarkPages(b *testing.B) {
 			node := ns[int(i)%nodes]
 			for id := int64(1); id <= 2; id++ {
 				c := &records.Container{ID: containerID(i, 1, id), Node: node.ID, NodeHTTP: node.HTTPAddress,
-					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerRunning, StartTime: a.StartTime, Tier: "low"}
+					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerRunning, StartTime: a.StartTime, Tier: records.TierLow}
 				if id == 2 && i%50 == 19 {
 					c.PreemptDeadline = now.Add(15 * time.Second).UnixMilli()
 				}
@@ -69,7 +69,7 @@ func BenchmarkPages(b *testing.B) {
 			}
 			if i%50 == 9 {
 				if err := w.PutContainer(&records.Container{ID: containerID(i, 1, 3), Node: node.ID, NodeHTTP: node.HTTPAddress,
-					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerComplete, StartTime: a.StartTime, Tier: "low",
+					Resource: records.Resource{MemoryMB: 1024, VCores: 1}, State: records.ContainerComplete, StartTime: a.StartTime, Tier: records.TierLow,
 					ExitStatus: records.ExitPreempted, PreemptDeadline: now.Add(-time.Duration(i%3000) * time.Second).UnixMilli(),
 					FinishTime: now.Add(-time.Duration(i%3000) * time.Second).UnixMilli()}); err != nil {
 					return err

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rest/dao"
 )
 

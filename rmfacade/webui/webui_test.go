@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -136,9 +136,9 @@ func populate(w *state.WriteTxn) error {
 	}
 	for _, c := range []*records.Container{
 		{ID: am, Node: "n1:8041", NodeHTTP: "n1:8042", Resource: records.Resource{MemoryMB: 2048, VCores: 1}, State: records.ContainerRunning,
-			StartTime: ms(80 * time.Second), Tier: "high"},
+			StartTime: ms(80 * time.Second), Tier: records.TierHigh},
 		{ID: containerID(1, 1, 2), Node: "n1:8041", NodeHTTP: "n1:8042", Resource: records.Resource{MemoryMB: 2048, VCores: 1},
-			State: records.ContainerRunning, StartTime: ms(70 * time.Second), Tier: "low", PreemptDeadline: now.Add(time.Minute).UnixMilli()},
+			State: records.ContainerRunning, StartTime: ms(70 * time.Second), Tier: records.TierLow, PreemptDeadline: now.Add(time.Minute).UnixMilli()},
 	} {
 		if err := w.PutContainer(c); err != nil {
 			return err

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
-	"github.com/weft-sh/weft/translator"
 )
 
 // The tiers page (/cluster/weft) is Weft's own: YARN's RM UI has no
@@ -43,7 +42,7 @@ const recentPreemptions = 50
 
 // shownTiers are the colocation tiers, most important first: the page
 // always lists them, with zeros where nothing runs.
-var shownTiers = []string{string(translator.TierHigh), string(translator.TierMedium), string(translator.TierLow)}
+var shownTiers = []string{records.TierHigh.String(), records.TierMedium.String(), records.TierLow.String()}
 
 // queueCount is how many containers of one queue a tier holds.
 type queueCount struct {
@@ -154,10 +153,10 @@ func (u *ui) weftBody(snap *state.Snapshot, now time.Time) *weftBody {
 			// attempt): it holds nothing.
 			stale := c.ID.ID == 1 && c.ID.Attempt.ID != a.CurrentAttempt
 			if live && !stale && c.State != records.ContainerComplete {
-				t := tiers[c.Tier]
+				t := tiers[c.Tier.String()]
 				if t == nil {
-					t = &tierUse{row: tierRow{Tier: c.Tier}, queues: map[string]int{}}
-					tiers[c.Tier] = t
+					t = &tierUse{row: tierRow{Tier: c.Tier.String()}, queues: map[string]int{}}
+					tiers[c.Tier.String()] = t
 				}
 				t.row.Containers++
 				t.row.Resource = t.row.Resource.Add(c.Resource)
@@ -180,7 +179,7 @@ func (u *ui) weftBody(snap *state.Snapshot, now time.Time) *weftBody {
 			}
 			recent = append(recent, row)
 			body.Count++
-			for _, pc := range []*preemptionCount{countFor(byTier, c.Tier), countFor(byQueue, queue)} {
+			for _, pc := range []*preemptionCount{countFor(byTier, c.Tier.String()), countFor(byQueue, queue)} {
 				if c.PreemptDeadline != 0 {
 					pc.Notified++
 				}

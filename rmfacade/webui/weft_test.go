@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 
@@ -44,28 +44,28 @@ func populateTiers(w *state.WriteTxn) error {
 	}
 	running, complete := records.ContainerRunning, records.ContainerComplete
 	for _, c := range []*records.Container{
-		{ID: containerID(1, 1, 1), Node: "n1:8041", NodeHTTP: "n1:8042", Resource: res(2048, 1), State: running, Tier: "high"},
-		{ID: containerID(1, 1, 2), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: "medium"},
-		{ID: containerID(1, 1, 3), Node: "n1:8041", NodeHTTP: "n1:8042", Resource: res(1024, 2), State: running, Tier: "low", PreemptDeadline: ms(time.Minute)},
-		{ID: containerID(1, 1, 4), Node: "n1:8041", Resource: res(1024, 2), State: complete, Tier: "low", ExitStatus: records.ExitPreempted,
+		{ID: containerID(1, 1, 1), Node: "n1:8041", NodeHTTP: "n1:8042", Resource: res(2048, 1), State: running, Tier: records.TierHigh},
+		{ID: containerID(1, 1, 2), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: records.TierMedium},
+		{ID: containerID(1, 1, 3), Node: "n1:8041", NodeHTTP: "n1:8042", Resource: res(1024, 2), State: running, Tier: records.TierLow, PreemptDeadline: ms(time.Minute)},
+		{ID: containerID(1, 1, 4), Node: "n1:8041", Resource: res(1024, 2), State: complete, Tier: records.TierLow, ExitStatus: records.ExitPreempted,
 			PreemptDeadline: ms(-10 * time.Minute), FinishTime: ms(-10*time.Minute + time.Second)},
-		{ID: containerID(1, 1, 5), Node: "n2:8041", Resource: res(512, 1), State: complete, Tier: "low", ExitStatus: records.ExitPreempted,
+		{ID: containerID(1, 1, 5), Node: "n2:8041", Resource: res(512, 1), State: complete, Tier: records.TierLow, ExitStatus: records.ExitPreempted,
 			FinishTime: ms(-5 * time.Minute)},
-		{ID: containerID(1, 1, 6), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: "low", ExitStatus: records.ExitSuccess,
+		{ID: containerID(1, 1, 6), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: records.TierLow, ExitStatus: records.ExitSuccess,
 			PreemptDeadline: ms(-20 * time.Minute), FinishTime: ms(-20*time.Minute - 5*time.Second)},
-		{ID: containerID(1, 1, 7), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: "low", ExitStatus: records.ExitPreempted,
+		{ID: containerID(1, 1, 7), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: records.TierLow, ExitStatus: records.ExitPreempted,
 			PreemptDeadline: ms(-2*time.Hour - 15*time.Second), FinishTime: ms(-2 * time.Hour)},
 		{ID: containerID(1, 1, 8), Node: "n1:8041", Resource: res(256, 1), State: running},
 
-		{ID: containerID(2, 1, 1), Node: "n2:8041", Resource: res(4096, 1), State: running, Tier: "high"},
-		{ID: containerID(2, 2, 1), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: "high"},
-		{ID: containerID(2, 2, 2), Node: "n1:8041", Resource: res(2048, 1), State: running, Tier: "medium", PreemptDeadline: ms(-time.Minute)},
+		{ID: containerID(2, 1, 1), Node: "n2:8041", Resource: res(4096, 1), State: running, Tier: records.TierHigh},
+		{ID: containerID(2, 2, 1), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: records.TierHigh},
+		{ID: containerID(2, 2, 2), Node: "n1:8041", Resource: res(2048, 1), State: running, Tier: records.TierMedium, PreemptDeadline: ms(-time.Minute)},
 
-		{ID: containerID(3, 1, 2), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: "low", ExitStatus: records.ExitPreempted,
+		{ID: containerID(3, 1, 2), Node: "n1:8041", Resource: res(1024, 1), State: complete, Tier: records.TierLow, ExitStatus: records.ExitPreempted,
 			PreemptDeadline: ms(-150 * time.Minute), FinishTime: ms(-150 * time.Minute)},
-		{ID: containerID(3, 1, 3), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: "low"},
+		{ID: containerID(3, 1, 3), Node: "n1:8041", Resource: res(1024, 1), State: running, Tier: records.TierLow},
 
-		{ID: containerID(4, 1, 2), Node: "n1:8041", Resource: res(3072, 1), State: running, Tier: "medium", PreemptDeadline: ms(-31 * time.Minute)},
+		{ID: containerID(4, 1, 2), Node: "n1:8041", Resource: res(3072, 1), State: running, Tier: records.TierMedium, PreemptDeadline: ms(-31 * time.Minute)},
 	} {
 		if err := w.PutContainer(c); err != nil {
 			return err
@@ -224,7 +224,7 @@ func TestTiersPageLimit(t *testing.T) {
 		}
 		for i := int64(2); i < 2+n; i++ {
 			if err := w.PutContainer(&records.Container{ID: containerID(1, 1, i), Node: "n1:8041", Resource: records.Resource{MemoryMB: 1024, VCores: 1},
-				State: records.ContainerComplete, Tier: "low", ExitStatus: records.ExitPreempted,
+				State: records.ContainerComplete, Tier: records.TierLow, ExitStatus: records.ExitPreempted,
 				FinishTime: now.Add(-time.Duration(i) * time.Second).UnixMilli()}); err != nil {
 				return err
 			}

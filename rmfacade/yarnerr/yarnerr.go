@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 )
 
 // Kind classifies an error for transports that need a status (REST).

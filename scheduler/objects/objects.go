@@ -4,46 +4,11 @@
 package objects
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 )
-
-// Tier ranks a pending request inside its job. The order matters twice:
-// a job's high and medium tiers form its gang minimum, and preemption takes
-// low before medium and never high. Larger values are more important.
-type Tier uint8
-
-const (
-	// TierLow is an elastic worker beyond the job's minimum: placed last,
-	// preempted first.
-	TierLow Tier = iota + 1
-	// TierMedium is one of the job's minimum workers: part of the gang.
-	TierMedium
-	// TierHigh is an application master or parameter server: part of the
-	// gang, never preempted, since losing it loses the job.
-	TierHigh
-)
-
-func (t Tier) String() string {
-	switch t {
-	case TierLow:
-		return "low"
-	case TierMedium:
-		return "medium"
-	case TierHigh:
-		return "high"
-	}
-	return fmt.Sprintf("Tier(%d)", uint8(t))
-}
-
-// Valid reports whether t is one of the three tiers.
-func (t Tier) Valid() bool { return t >= TierLow && t <= TierHigh }
-
-// Gang reports whether requests of this tier belong to the job's
-// all-or-nothing minimum.
-func (t Tier) Gang() bool { return t == TierMedium || t == TierHigh }
 
 // Node is a machine's reclaimable capacity as offered to Weft.
 type Node struct {
@@ -103,7 +68,7 @@ type Request struct {
 	ID       string
 	AppID    string
 	Queue    string // copied from the application for the queue/tier index
-	Tier     Tier
+	Tier     records.Tier
 	Resource quota.Resource
 	// Nodes, when set, are the only nodes the request may go to: what its
 	// pod's node selector, affinity and tolerations allow, evaluated by
@@ -120,7 +85,7 @@ type Allocation struct {
 	AppID    string
 	Queue    string
 	NodeID   string
-	Tier     Tier
+	Tier     records.Tier
 	Resource quota.Resource
 	// Preempting marks a victim chosen by an applied plan: the shim gives
 	// the pod advance notice and the allocation is released when it exits.

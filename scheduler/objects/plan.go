@@ -1,5 +1,7 @@
 package objects
 
+import "github.com/weft-sh/weft/protos/yarn/records"
+
 // Plan is what one scheduling cycle proposes. It is computed on a snapshot
 // and is only a proposal: the plan applier checks it against the state as
 // it is when the plan arrives and applies what still holds.
@@ -37,7 +39,7 @@ type Preemption struct {
 	VictimQueue string
 	ForQueue    string
 	ForRequest  string
-	Tier        Tier
+	Tier        records.Tier
 }
 
 // PlanResult reports what the applier did with a plan.

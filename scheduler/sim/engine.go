@@ -10,13 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler"
 	"github.com/weft-sh/weft/scheduler/objects"
 	"github.com/weft-sh/weft/scheduler/state"
 	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
-	"github.com/weft-sh/weft/translator"
 )
 
 const gib = int64(1) << 30
@@ -129,7 +129,7 @@ type job struct {
 
 type request struct {
 	job  *job
-	tier objects.Tier
+	tier records.Tier
 	am   bool
 	res  quota.Resource
 }
@@ -138,7 +138,7 @@ type container struct {
 	id      string
 	job     *job
 	n       *node
-	tier    objects.Tier
+	tier    records.Tier
 	am      bool
 	res     quota.Resource
 	cpuUse  float64 // at full speed
@@ -463,7 +463,7 @@ func (e *engine) agent(n *node) {
 	if d.EvictMemory > 0 && len(n.conts) > 0 {
 		pods := make([]colocation.BatchPod, len(n.conts))
 		for i, c := range n.conts {
-			pods[i] = colocation.BatchPod{Name: c.id, UID: c.id, Tier: tierOf(c.tier), Started: c.started, WorkingSet: int64(c.memUse)}
+			pods[i] = colocation.BatchPod{Name: c.id, UID: c.id, Tier: c.tier, Started: c.started, WorkingSet: int64(c.memUse)}
 		}
 		victims := colocation.Victims(pods, d.EvictMemory)
 		for _, v := range victims {
@@ -496,16 +496,6 @@ func (e *engine) agent(n *node) {
 		n.offer = pub
 		e.upsertNode(n)
 	}
-}
-
-func tierOf(t objects.Tier) translator.Tier {
-	switch t {
-	case objects.TierHigh:
-		return translator.TierHigh
-	case objects.TierMedium:
-		return translator.TierMedium
-	}
-	return translator.TierLow
 }
 
 // setRate sets the speed of n's batch work from the CPU it may use, and
@@ -640,13 +630,13 @@ func (e *engine) submit(i int) {
 	e.r.JobsSubmitted++
 	app := &objects.Application{ID: j.id, Queue: "root." + spec.Queue, User: spec.Queue, Submitted: spec.At, MinMembers: 1 + min(spec.Min, len(spec.Tasks))}
 	e.ops = append(e.ops, func(w *state.Txn) error { return w.UpsertApplication(app) })
-	e.ask(j, objects.TierHigh, true)
+	e.ask(j, records.TierHigh, true)
 	for range min(spec.Min, len(spec.Tasks)) {
-		e.ask(j, objects.TierMedium, false)
+		e.ask(j, records.TierMedium, false)
 	}
 }
 
-func (e *engine) ask(j *job, tier objects.Tier, am bool) {
+func (e *engine) ask(j *job, tier records.Tier, am bool) {
 	j.seq++
 	id := j.id + "-" + strconv.Itoa(j.seq)
 	size := j.mix.Worker
@@ -672,7 +662,7 @@ func (e *engine) topUp(j *job) {
 	want := min(len(j.todo), j.spec.Min+j.spec.Elastic-j.running) - j.asks
 	want = min(want, maxAsks-j.asks)
 	for range max(0, want) {
-		e.ask(j, objects.TierLow, false)
+		e.ask(j, records.TierLow, false)
 	}
 }
 
@@ -756,7 +746,7 @@ func (e *engine) start(id string, n *node) {
 	e.conts[id] = c
 	e.r.Started++
 	e.r.running[c.tier]++
-	if !j.started && j.am != nil && r.tier != objects.TierLow && j.gangPlaced(e) {
+	if !j.started && j.am != nil && r.tier != records.TierLow && j.gangPlaced(e) {
 		j.started = true
 		e.inGang[j.spec.Queue]--
 		// The gang runs: what the job asks for from now on is placed one
@@ -876,7 +866,7 @@ func (e *engine) kill(c *container, why string) {
 		e.r.AMsKilled++
 		j.am = nil
 		e.detach(c, true)
-		e.ask(j, objects.TierHigh, true)
+		e.ask(j, records.TierHigh, true)
 		return
 	}
 	e.progress(c)

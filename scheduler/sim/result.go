@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/weft-sh/weft/scheduler/objects"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 )
 
@@ -56,7 +56,7 @@ type Result struct {
 	hot, withOnline int
 	Samples         []Sample
 
-	running [objects.TierHigh + 1]int
+	running [records.TierHigh + 1]int
 }
 
 // Sample is the cluster at one instant.
@@ -113,7 +113,7 @@ func (e *engine) record() {
 	totalMem := float64(len(e.nodes)) * float64(e.alloc.Memory)
 	s.CPU, s.Memory = 100*min(cpu, totalCPU)/totalCPU, 100*min(mem, totalMem)/totalMem
 	s.OnlineCPU, s.BatchCPU = 100*onCPU/totalCPU, 100*batchCPU/totalCPU
-	s.Running = [3]int{e.r.running[objects.TierLow], e.r.running[objects.TierMedium], e.r.running[objects.TierHigh]}
+	s.Running = [3]int{e.r.running[records.TierLow], e.r.running[records.TierMedium], e.r.running[records.TierHigh]}
 	e.r.Samples = append(e.r.Samples, s)
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
@@ -182,7 +183,7 @@ func (a *applier) unit(u objects.Unit) string {
 // preempt marks a victim; false means the preemption was stale.
 func (a *applier) preempt(p objects.Preemption) (bool, error) {
 	al := a.Allocation(p.AllocationID)
-	if al == nil || al.Preempting || al.Tier == objects.TierHigh {
+	if al == nil || al.Preempting || al.Tier == records.TierHigh {
 		return false, nil
 	}
 	q, _ := a.queue.Quota(al.Queue)

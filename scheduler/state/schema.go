@@ -9,8 +9,9 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
+	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/objects"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // Table names.
@@ -74,6 +75,6 @@ func schema() *memdb.DBSchema {
 
 // queueTierKey is the compound key of the queue_tier indexes. A NUL cannot
 // occur in a queue path, so keys of different queues never collide.
-func queueTierKey(queue string, tier objects.Tier) string {
+func queueTierKey(queue string, tier records.Tier) string {
 	return queue + "\x01" + strconv.Itoa(int(tier))
 }

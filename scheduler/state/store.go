@@ -9,9 +9,10 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
+	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
-	"github.com/weft-sh/weft/scheduler/state/memkey"
 )
 
 // ErrNotFound is wrapped by writes that name a missing object.
@@ -386,7 +387,7 @@ func (r reader) RequestsOfApp(app string) []*objects.Request {
 }
 
 // PendingByQueueTier returns a queue's pending requests of one tier.
-func (r reader) PendingByQueueTier(queue string, tier objects.Tier) []*objects.Request {
+func (r reader) PendingByQueueTier(queue string, tier records.Tier) []*objects.Request {
 	return all[objects.Request](r, TableRequests, indexQueueTier, queueTierKey(queue, tier))
 }
 
@@ -411,7 +412,7 @@ func (r reader) AllocationsOfApp(app string) []*objects.Allocation {
 }
 
 // AllocationsByQueueTier returns a queue's allocations of one tier.
-func (r reader) AllocationsByQueueTier(queue string, tier objects.Tier) []*objects.Allocation {
+func (r reader) AllocationsByQueueTier(queue string, tier records.Tier) []*objects.Allocation {
 	return all[objects.Allocation](r, TableAllocations, indexQueueTier, queueTierKey(queue, tier))
 }
 

@@ -522,7 +522,7 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 			return nil // the notice runs
 		}
 		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int {
-			return cmp.Compare(translator.Tier(a.Labels[translator.LabelTier]).ReclaimOrder(), translator.Tier(b.Labels[translator.LabelTier]).ReclaimOrder())
+			return cmp.Compare(translator.PodTier(a), translator.PodTier(b))
 		})
 		if _, counted := n.Annotations[AnnotationKilledPods]; !counted && len(leaving) > 0 {
 			// What the notice did not save, counted once: a restarted

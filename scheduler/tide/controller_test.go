@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/translator"
 )
@@ -134,9 +135,9 @@ func onlinePod(name, node, cpu string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
-func batchPod(name, node string, tier translator.Tier) *corev1.Pod {
+func batchPod(name, node string, tier records.Tier) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs",
-		Labels: map[string]string{translator.LabelManagedBy: "weft", translator.LabelTier: string(tier)}},
+		Labels: map[string]string{translator.LabelManagedBy: "weft", translator.LabelTier: tier.String()}},
 		Spec:   corev1.PodSpec{NodeName: node, SchedulerName: "weft-scheduler", Containers: []corev1.Container{{Name: "c"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
@@ -190,8 +191,8 @@ func TestTideLendsAndTakesBack(t *testing.T) {
 	}
 
 	// Batch work lands on c; then the peak: online pods pending.
-	c.client.Create(context.Background(), batchPod("map-low", "c", translator.TierLow))
-	c.client.Create(context.Background(), batchPod("am", "c", translator.TierHigh))
+	c.client.Create(context.Background(), batchPod("map-low", "c", records.TierLow))
+	c.client.Create(context.Background(), batchPod("am", "c", records.TierHigh))
 	pending := onlinePod("web-4", "", "4")
 	pending.Status.Phase = corev1.PodPending
 	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
@@ -398,7 +399,7 @@ func TestTideNoticeOutcomeMetrics(t *testing.T) {
 		t.Errorf("nodes Offline gauge %v", got)
 	}
 	for _, name := range []string{"m1", "m2", "m3"} {
-		c.client.Create(context.Background(), batchPod(name, "b", translator.TierLow))
+		c.client.Create(context.Background(), batchPod(name, "b", records.TierLow))
 	}
 	killedBefore := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "killed"))
 	savedBefore := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "saved"))

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
@@ -98,7 +98,7 @@ func serve(t *testing.T) string {
 			c := records.ContainerID{Attempt: att1, ID: id}
 			if err := w.PutContainer(&records.Container{ID: c, Node: "n1:8041", NodeHTTP: "n1:8042",
 				Resource: records.Resource{MemoryMB: containerMB, VCores: 1}, State: records.ContainerRunning,
-				StartTime: ms(80 * time.Second), Tier: tiers[c.String()]}); err != nil {
+				StartTime: ms(80 * time.Second), Tier: tierNamed(tiers[c.String()])}); err != nil {
 				return err
 			}
 		}
@@ -360,4 +360,10 @@ func TestWebUI(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// tierNamed is the tier a name in tiers spells.
+func tierNamed(name string) records.Tier {
+	t, _ := records.ParseTier(name)
+	return t
 }

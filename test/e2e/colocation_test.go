@@ -22,8 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
+	"github.com/weft-sh/weft/deploy/images"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 

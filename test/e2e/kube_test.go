@@ -28,20 +28,20 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/weft-sh/weft/deploy/images"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -213,7 +213,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(len(objs)).To(BeNumerically(">=", 18))
 		pc, err := cluster.Client.SchedulingV1().PriorityClasses().Get(ctx, "weft-low", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(pc.Value).To(Equal(translator.Weft.Priorities[translator.TierLow]))
+		Expect(pc.Value).To(Equal(translator.Weft.Priorities[records.TierLow]))
 
 		Eventually(func(g Gomega) {
 			d, err := cluster.Client.AppsV1().Deployments("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
@@ -428,7 +428,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		pod, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, translator.PodName(container.String()), metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		// Priority admission resolved the tier's class to the same value.
-		Expect(*pod.Spec.Priority).To(Equal(translator.Plain.Priorities[translator.TierHigh]))
+		Expect(*pod.Spec.Priority).To(Equal(translator.Plain.Priorities[records.TierHigh]))
 		Expect(pod.Labels).To(HaveKeyWithValue(translator.LabelUser, "alice_EXAMPLE.COM"))
 		// 1536 MB rounds up to a multiple of the minimum allocation, as in YARN.
 		Expect(pod.Spec.Containers[0].Resources.Requests.Memory().Value()).To(Equal(int64(2048 << 20)))

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
-	"github.com/weft-sh/weft/rmfacade/ipc"
 )
 
 func dialRM(ctx context.Context, addr, user string) *ipc.Client {

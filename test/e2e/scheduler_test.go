@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/weft-sh/weft/deploy/images"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 

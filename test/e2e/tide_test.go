@@ -26,11 +26,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/weft-sh/weft/deploy/images"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -294,7 +295,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 		for i := range 2 {
 			_, err := core.Pods(ns).Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("batch-%d", i), Namespace: ns,
-					Labels: map[string]string{translator.LabelTier: string(translator.TierLow)}},
+					Labels: map[string]string{translator.LabelTier: string(records.TierLow)}},
 				Spec: corev1.PodSpec{SchedulerName: scheduler, NodeSelector: map[string]string{poolLabel: "pool"},
 					Tolerations: translator.BatchTolerations,
 					Containers: []corev1.Container{{Name: "task", Image: "fake", Resources: corev1.ResourceRequirements{

@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/weft-sh/weft/deploy/images"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/test/kube/images"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -309,7 +309,7 @@ func BuildWeftImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+	imgs := exec.CommandContext(ctx, "go", "run", "./cmd/kube-images", "-address", kube.ContainerdAddress(),
 		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
 	imgs.Dir = root
 	if out, err := imgs.CombinedOutput(); err != nil {

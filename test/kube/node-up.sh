@@ -62,7 +62,7 @@ if ! alive containerd; then
 fi
 
 # The cluster's images (pause, busybox, node-runtime), imported when changed.
-(cd "$here/../.." && go build -o "$cache/bin/kube-images" ./test/kube/cmd/kube-images)
+(cd "$here/../.." && go build -o "$cache/bin/kube-images" ./cmd/kube-images)
 "$cache/bin/kube-images" -address "$sock" -dir "$state/images" -cluster
 
 # anonymous + AlwaysAllow: the kubelet's API listens on 127.0.0.1 only, for

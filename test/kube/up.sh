@@ -7,7 +7,7 @@
 #
 # The node: the kubelet (built the same way) on Debian's containerd and runc,
 # cgroupfs driver, a bridge CNI network of its own (10.88.0.0/16, no route
-# out), images built on this machine (../kube/cmd/kube-images) instead of
+# out), images built on this machine (cmd/kube-images) instead of
 # pulled. Set WEFT_KUBE_NODE=0 for the control plane alone.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -51,7 +51,9 @@ type Package struct {
 type Graph struct {
 	// Module is the module path; patterns without a dot in their first
 	// element are relative to it.
-	Module   string
+	Module string
+	// Root is the module's directory (Load's graph only).
+	Root     string
 	Packages map[string]*Package
 }
 
@@ -207,7 +209,7 @@ func Load(dir string) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list -deps ./...: %w", exitErr(err))
 	}
-	g := &Graph{Module: path, Packages: map[string]*Package{}}
+	g := &Graph{Module: path, Root: root, Packages: map[string]*Package{}}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p Package

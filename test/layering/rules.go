@@ -16,12 +16,44 @@ var Rules = []Rule{
 		Why: "every room imports the wire vocabulary, so it may import no room, or one of them would import itself through it",
 	},
 	{
+		Name: "protos links no Kubernetes", From: []string{"protos/..."}, Linked: true, Forbid: kubernetes,
+		Why: "a Hadoop client's vocabulary, linked by the node plugin and the Hadoop-facing tools: what maps it onto Kubernetes is translator's",
+	},
+	{
+		Name: "protos links no store", From: []string{"protos/..."}, Except: []string{"protos/memkey"}, Linked: true,
+		Forbid: []string{"go.etcd.io/bbolt/...", "github.com/hashicorp/go-memdb/..."},
+		Why: "what stores the vocabulary is the RM's and the scheduler's; the one exception is protos/memkey, the index-key encoding " +
+			"both go-memdb stores share, which only they import (the node plugin's rule keeps it out of the node)",
+	},
+	{
 		Name: "nothing imports a command", From: []string{"..."}, Except: []string{"cmd/..."}, Forbid: []string{"cmd/..."}, Tests: true,
 		Why: "a main only wires; what another package needs of it belongs in a room",
 	},
 	{
-		Name: "nothing imports the test harness", From: []string{"..."}, Except: []string{"test/..."}, Forbid: []string{"test/..."}, Tests: true,
-		Why: "test/ drives real processes (a local cluster, Maven, Hadoop's JVMs): what the product or its unit tests need of it belongs in a room",
+		Name: "nothing imports the test harness", From: []string{"..."}, Except: []string{"test/...", "cmd/weft-demo"}, Forbid: []string{"test/..."}, Tests: true,
+		Why: "test/ drives real processes (a local cluster, Maven, Hadoop's JVMs): what the product or its unit tests need of it belongs in a room. " +
+			"The one exception is make run's demo, which runs on that local cluster (test/kube) with a MiniDFSCluster (test/hadoop)",
+	},
+	{
+		Name: "the scheduler's core links no Kubernetes", From: []string{"scheduler/..."},
+		Except: []string{"scheduler/podbinder/...", "scheduler/tide/...", "scheduler/sim/..."}, Forbid: kubernetes, Linked: true,
+		Why: "it plans over plain objects, so it runs and is tested without an API server; podbinder and the tide are its Kubernetes side, " +
+			"and scheduler/sim replays the tide's and the node agent's controllers (only weft-sim imports it)",
+	},
+	{
+		Name: "quota's arithmetic links no Kubernetes", From: []string{"quota/..."}, Except: []string{"quota/api/...", "quota/crd/..."},
+		Forbid: kubernetes, Linked: true,
+		Why: "the scheduler imports it on its hot path; the Queue CRD and its mapping are quota/api and quota/crd",
+	},
+	{
+		Name: "quota imports no room but protos", From: []string{"quota/..."},
+		Forbid: rooms, Allow: []string{"protos/...", "quota/..."},
+		Why: "the RM and the scheduler share its queues and quantities; the YARN records it builds them from are protos/yarn/records",
+	},
+	{
+		Name: "translator imports no room but protos", From: []string{"translator/..."},
+		Forbid: rooms, Allow: []string{"protos/...", "translator/..."},
+		Why: "the RM, the node plugin and the tide share its mapping of YARN onto pods; it maps the records of protos/yarn/records",
 	},
 	{
 		Name: "the scheduler reaches no facade", From: []string{"scheduler/..."}, Except: []string{"scheduler/sim/..."},
@@ -32,6 +64,19 @@ var Rules = []Rule{
 		Name: "only weft-sim runs the simulator", From: []string{"..."}, Except: []string{"scheduler/sim/...", "cmd/weft-sim"},
 		Forbid: []string{"scheduler/sim/..."}, Tests: true,
 		Why: "scheduler/sim sits above the scheduler and the node agent's decisions (it replays both on a virtual clock), so the one package of scheduler/ that may import the node plugin's colocation code is one nothing else imports",
+	},
+	{
+		Name: "the node plugin links nothing of the RM", From: []string{"bigdataplugin/...", "cmd/weft-nodeplugin"}, Linked: true,
+		Forbid: []string{"rmfacade/...", "go.etcd.io/bbolt/...", "github.com/hashicorp/go-memdb/..."},
+		Why:    "it runs on every node: what it shares with the RM (IPC, records, tokens) is in protos/, and the RM's store is no part of it",
+	},
+	{
+		Name: "the RM imports nothing of the node plugin", From: []string{"rmfacade/..."}, Forbid: []string{"bigdataplugin/..."},
+		Why: "the RM and the node plugin are peers over the wire; what both need (container tokens and NMTokens) is in protos/",
+	},
+	{
+		Name: "the RM's store reaches no scheduler", From: []string{"rmfacade/state/..."}, Forbid: []string{"scheduler/..."}, Linked: true,
+		Why: "the RM's objects are kept whatever schedules them; what both stores share is protos/memkey",
 	},
 	{
 		Name: "the node plugin reaches no scheduler", From: []string{"bigdataplugin/..."}, Forbid: []string{"scheduler/...", "quota/..."},

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
 )
 

@@ -39,10 +39,11 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/clientrm"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/translator"
@@ -278,13 +279,11 @@ func (a *am) fill(ctx context.Context, client kubernetes.Interface, n int) error
 }
 
 func startPod(ctx context.Context, client kubernetes.Interface, c *yarnpb.ContainerProto) error {
-	id := c.GetId()
-	cid := records.ContainerID{Attempt: records.AttemptID{App: records.ApplicationID{ClusterTimestamp: id.GetAppId().GetClusterTimestamp(),
-		ID: id.GetAppId().GetId()}, ID: id.GetAppAttemptId().GetAttemptId()}, ID: id.GetId()}
+	cid := wire.ContainerIDOf(c.GetId())
 	_, err := client.CoreV1().Pods(jobs).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(cid.String()), Namespace: jobs, Labels: map[string]string{
 			translator.LabelManagedBy: "weft", translator.LabelRM: clusterID, translator.LabelContainer: cid.String(),
-			translator.LabelApp: cid.Attempt.App.String(), translator.LabelTier: string(translator.TierLow)}},
+			translator.LabelApp: cid.Attempt.App.String(), translator.LabelTier: string(records.TierLow)}},
 		Spec: corev1.PodSpec{NodeName: c.GetNodeId().GetHost(), Containers: []corev1.Container{{Name: "c", Image: "fake"}}},
 	}, metav1.CreateOptions{})
 	return err

@@ -9,7 +9,7 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 )
 
 // The protocols' names as Hadoop's clients send them in each call (wire

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
+	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/test/e2e"
 )
 

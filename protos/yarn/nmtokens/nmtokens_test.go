@@ -5,8 +5,8 @@ import (
 	"time"
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
 func remoteClass(err error) string {
@@ -22,7 +22,7 @@ func TestContainerToken(t *testing.T) {
 	k.now = func() time.Time { return now }
 	c := records.ContainerID{Attempt: records.AttemptID{App: records.ApplicationID{ClusterTimestamp: 42, ID: 7}, ID: 1}, ID: 3}
 	grant := ContainerGrant{Container: c, NodeID: "node-a:8041", User: "alice", Resource: records.Resource{MemoryMB: 1024, VCores: 1},
-		Priority: 5, AllocationRequestID: 9, RMIdentifier: 42, Expiry: now.Add(time.Minute), Tier: "low", Queue: "root.etl"}
+		Priority: 5, AllocationRequestID: 9, RMIdentifier: 42, Expiry: now.Add(time.Minute), Tier: records.TierLow, Queue: "root.etl"}
 	tok, err := k.ContainerToken(grant)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestContainerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Container != c || got.User != "alice" || got.Tier != "low" || got.Queue != "root.etl" || got.Resource != grant.Resource || got.Priority != 5 {
+	if got.Container != c || got.User != "alice" || got.Tier != records.TierLow || got.Queue != "root.etl" || got.Resource != grant.Resource || got.Priority != 5 {
 		t.Errorf("verified grant %+v", got)
 	}
 	other := New([]byte("another key, another RM.........."))

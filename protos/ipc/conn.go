@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
-	"github.com/weft-sh/weft/rmfacade/ipc/sasl"
+	"github.com/weft-sh/weft/protos/ipc/sasl"
 )
 
 // saslServerID and saslProtocol are what Hadoop's SaslRpcServer uses for

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
-	"github.com/weft-sh/weft/rmfacade/ipc/sasl"
+	"github.com/weft-sh/weft/protos/ipc/sasl"
 )
 
 // Token is a Hadoop token's identifier and password, as a client presents

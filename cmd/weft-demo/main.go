@@ -77,7 +77,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	step("Weft's image (weft.local/weft:dev)")
-	imgs := exec.CommandContext(ctx, "go", "run", "./test/kube/cmd/kube-images", "-address", kube.ContainerdAddress(),
+	imgs := exec.CommandContext(ctx, "go", "run", "./cmd/kube-images", "-address", kube.ContainerdAddress(),
 		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
 	imgs.Stdout, imgs.Stderr = os.Stdout, os.Stderr
 	if err := imgs.Run(); err != nil {

@@ -1,4 +1,4 @@
-package quota
+package crd
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 )
 
@@ -56,7 +57,7 @@ func TestConfigsFromQueues(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.Path, c, w)
 		}
 	}
-	if _, err := NewTree(got); err != nil {
+	if _, err := quota.NewTree(got); err != nil {
 		t.Fatalf("the tree is not one weft-rm accepts: %v", err)
 	}
 	for name, bad := range map[string][]v1alpha1.Queue{
@@ -94,7 +95,7 @@ func TestQuotasFromCRDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		byPath := map[string]QueueQuota{}
+		byPath := map[string]quota.QueueQuota{}
 		for _, q := range got {
 			byPath[q.Path] = q
 		}

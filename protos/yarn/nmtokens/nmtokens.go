@@ -18,8 +18,9 @@ import (
 
 	commonpb "github.com/weft-sh/weft/protos/hadoop/common"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
-	"github.com/weft-sh/weft/rmfacade/ipc"
-	"github.com/weft-sh/weft/rmfacade/records"
+	"github.com/weft-sh/weft/protos/ipc"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 )
 
 // Token kinds, as Hadoop names them.
@@ -46,30 +47,6 @@ func (k *Keys) password(identifier []byte) []byte {
 	return m.Sum(nil)
 }
 
-func appProto(id records.ApplicationID) *yarnpb.ApplicationIdProto {
-	return &yarnpb.ApplicationIdProto{Id: proto.Int32(id.ID), ClusterTimestamp: proto.Int64(id.ClusterTimestamp)}
-}
-
-func attemptProto(id records.AttemptID) *yarnpb.ApplicationAttemptIdProto {
-	return &yarnpb.ApplicationAttemptIdProto{ApplicationId: appProto(id.App), AttemptId: proto.Int32(id.ID)}
-}
-
-// ContainerIDProto is a container id in its wire form.
-func ContainerIDProto(id records.ContainerID) *yarnpb.ContainerIdProto {
-	return &yarnpb.ContainerIdProto{AppId: appProto(id.Attempt.App), AppAttemptId: attemptProto(id.Attempt), Id: proto.Int64(id.ID)}
-}
-
-// ContainerIDOf decodes a container id from its wire form.
-func ContainerIDOf(p *yarnpb.ContainerIdProto) records.ContainerID {
-	att := p.GetAppAttemptId()
-	app := att.GetApplicationId()
-	if app == nil {
-		app = p.GetAppId()
-	}
-	return records.ContainerID{Attempt: records.AttemptID{
-		App: records.ApplicationID{ClusterTimestamp: app.GetClusterTimestamp(), ID: app.GetId()}, ID: att.GetAttemptId()}, ID: p.GetId()}
-}
-
 // ContainerGrant is what a container token vouches for.
 type ContainerGrant struct {
 	Container           records.ContainerID
@@ -83,7 +60,8 @@ type ContainerGrant struct {
 	Expiry       time.Time
 	// Tier and Queue are the RM's decisions the node needs to build the
 	// pod; they travel signed, as allocation tags.
-	Tier, Queue string
+	Tier  records.Tier
+	Queue string
 }
 
 // Allocation tags carrying the RM's decisions.
@@ -95,12 +73,12 @@ const (
 // ContainerToken issues the token an AM presents to start a container.
 func (k *Keys) ContainerToken(g ContainerGrant) (*commonpb.TokenProto, error) {
 	identifier, err := proto.Marshal(&yarnpb.ContainerTokenIdentifierProto{
-		ContainerId: ContainerIDProto(g.Container), NmHostAddr: proto.String(g.NodeID), AppSubmitter: proto.String(g.User),
-		Resource:        &yarnpb.ResourceProto{Memory: proto.Int64(g.Resource.MemoryMB), VirtualCores: proto.Int32(g.Resource.VCores)},
+		ContainerId: wire.ContainerID(g.Container), NmHostAddr: proto.String(g.NodeID), AppSubmitter: proto.String(g.User),
+		Resource:        wire.Resource(g.Resource),
 		ExpiryTimeStamp: proto.Int64(g.Expiry.UnixMilli()), MasterKeyId: proto.Int32(keyID), RmIdentifier: proto.Int64(g.RMIdentifier),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(g.Priority)}, CreationTime: proto.Int64(k.now().UnixMilli()),
 		ContainerType: yarnpb.ContainerTypeProto_TASK.Enum(), AllocationRequestId: proto.Int64(g.AllocationRequestID),
-		AllocationTags: []string{tagTier + g.Tier, tagQueue + g.Queue},
+		AllocationTags: []string{tagTier + g.Tier.String(), tagQueue + g.Queue},
 	})
 	if err != nil {
 		return nil, err
@@ -117,7 +95,7 @@ func (k *Keys) VerifyContainerToken(t *commonpb.TokenProto, nodeID string) (*Con
 	if t == nil || proto.Unmarshal(t.GetIdentifier(), id) != nil || id.GetContainerId() == nil {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "Invalid container token used for starting container")
 	}
-	c := ContainerIDOf(id.GetContainerId())
+	c := wire.ContainerIDOf(id.GetContainerId())
 	if !hmac.Equal(k.password(t.GetIdentifier()), t.GetPassword()) || id.GetMasterKeyId() != keyID {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "Invalid container token used for starting container on : %s", nodeID)
 	}
@@ -129,24 +107,25 @@ func (k *Keys) VerifyContainerToken(t *commonpb.TokenProto, nodeID string) (*Con
 	if k.now().After(expiry) {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "This token is expired. current time is %d found %d", k.now().UnixMilli(), id.GetExpiryTimeStamp())
 	}
-	var tier, queue string
+	var tier records.Tier
+	var queue string
 	for _, t := range id.GetAllocationTags() {
 		if v, ok := strings.CutPrefix(t, tagTier); ok {
-			tier = v
+			tier, _ = records.ParseTier(v)
 		}
 		if v, ok := strings.CutPrefix(t, tagQueue); ok {
 			queue = v
 		}
 	}
 	return &ContainerGrant{Container: c, NodeID: id.GetNmHostAddr(), User: id.GetAppSubmitter(), Tier: tier, Queue: queue,
-		Resource: records.Resource{MemoryMB: id.GetResource().GetMemory(), VCores: id.GetResource().GetVirtualCores()},
+		Resource: wire.ResourceOf(id.GetResource()),
 		Priority: id.GetPriority().GetPriority(), AllocationRequestID: id.GetAllocationRequestId(),
 		RMIdentifier: id.GetRmIdentifier(), Expiry: expiry}, nil
 }
 
 // NMToken issues the token an attempt's AM authenticates to a node with.
 func (k *Keys) NMToken(attempt records.AttemptID, host string, port int32, user string) (*commonpb.TokenProto, error) {
-	identifier, err := proto.Marshal(&yarnpb.NMTokenIdentifierProto{AppAttemptId: attemptProto(attempt),
+	identifier, err := proto.Marshal(&yarnpb.NMTokenIdentifierProto{AppAttemptId: wire.AttemptID(attempt),
 		NodeId: &yarnpb.NodeIdProto{Host: proto.String(host), Port: proto.Int32(port)}, AppSubmitter: proto.String(user), KeyId: proto.Int32(keyID)})
 	if err != nil {
 		return nil, err
@@ -168,13 +147,7 @@ func ParseNMToken(identifier []byte) (*NMTokenIdentity, error) {
 	if proto.Unmarshal(identifier, id) != nil || id.GetAppAttemptId() == nil {
 		return nil, ipc.Errorf(ipc.ClassInvalidToken, "malformed NMToken identifier")
 	}
-	a := id.GetAppAttemptId()
-	return &NMTokenIdentity{
-		Attempt: records.AttemptID{App: records.ApplicationID{ClusterTimestamp: a.GetApplicationId().GetClusterTimestamp(),
-			ID: a.GetApplicationId().GetId()}, ID: a.GetAttemptId()},
-		NodeID: fmt.Sprintf("%s:%d", id.GetNodeId().GetHost(), id.GetNodeId().GetPort()),
-		User:   id.GetAppSubmitter(),
-	}, nil
+	return &NMTokenIdentity{Attempt: wire.AttemptIDOf(id.GetAppAttemptId()), NodeID: wire.NodeIDString(id.GetNodeId()), User: id.GetAppSubmitter()}, nil
 }
 
 // NodeAuthenticator is the node side: an ipc.TokenAuthenticator accepting

@@ -174,8 +174,8 @@ type Container struct {
 	StartTime   int64          `json:"startTime"`
 	FinishTime  int64          `json:"finishTime,omitempty"`
 	LogURL      string         `json:"logURL,omitempty"`
-	// Tier is the container's colocation tier (high, medium, low).
-	Tier string `json:"tier,omitempty"`
+	// Tier is the container's colocation tier, stored by name.
+	Tier Tier `json:"tier,omitempty"`
 	// AllocationRequestID is the AM's id of the request it satisfies.
 	AllocationRequestID int64 `json:"allocationRequestId,omitempty"`
 	// Acquired: the AM has been given the container in an allocate

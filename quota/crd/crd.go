@@ -1,4 +1,10 @@
-package quota
+// Package crd maps the Queue custom resource (quota/api/v1alpha1) onto
+// quota's two views of a queue tree: YARN's, which clients read as
+// CapacityScheduler queues (percent capacities, ACLs, states), and the
+// scheduler's absolute quotas, with the time window in effect. It is the
+// only part of quota that knows Kubernetes types, so the scheduler, which
+// imports quota's arithmetic, links none of them.
+package crd
 
 import (
 	"cmp"
@@ -8,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 )
 
@@ -17,10 +24,10 @@ import (
 // is its CPU guarantee as a share of its parent's, or of its siblings'
 // when the parent has none, or its weight's share when no sibling has a
 // guarantee; its maximum capacity likewise from CPU maxima.
-func ConfigsFromQueues(queues []v1alpha1.Queue) ([]QueueConfig, error) {
-	var out []QueueConfig
+func ConfigsFromQueues(queues []v1alpha1.Queue) ([]quota.QueueConfig, error) {
+	var out []quota.QueueConfig
 	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, capacity, maxCapacity float32) {
-		out = append(out, QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
+		out = append(out, quota.QueueConfig{Path: path, Capacity: capacity, MaxCapacity: maxCapacity, State: yarnState(q.Spec.State),
 			SubmitACL: q.Spec.SubmitACL, AdminACL: q.Spec.AdminACL, UserLimitPercent: ptrOr(q.Spec.UserLimitPercent)})
 	})
 	if err != nil {
@@ -117,14 +124,14 @@ func yarnState(s string) string {
 // time window in effect (Effective), with its weight. milliCPUPerVCore
 // converts Kubernetes CPU to the scheduler's CPU unit (a YARN vcore is
 // 1000 of it; 0 means 1000). Paths are ConfigsFromQueues's.
-func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int64) ([]QueueQuota, error) {
+func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int64) ([]quota.QueueQuota, error) {
 	if milliCPUPerVCore <= 0 {
 		milliCPUPerVCore = 1000
 	}
-	var out []QueueQuota
+	var out []quota.QueueQuota
 	err := walkQueues(queues, func(q *v1alpha1.Queue, path string, _, _ float32) {
 		guaranteed, maximum, _ := Effective(q.Spec, now)
-		qq := QueueQuota{Path: path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
+		qq := quota.QueueQuota{Path: path, Guaranteed: fromResourceList(guaranteed, milliCPUPerVCore), Weight: float64(max(q.Spec.Weight, 0))}
 		qq.UserLimitPercent = ptrOr(q.Spec.UserLimitPercent)
 		if len(maximum) > 0 {
 			m := fromResourceList(maximum, milliCPUPerVCore)
@@ -140,8 +147,8 @@ func QuotasFromCRDs(queues []v1alpha1.Queue, now time.Time, milliCPUPerVCore int
 
 // fromResourceList converts Kubernetes quantities: CPU to the scheduler's
 // unit (1000 a vcore), memory in bytes, other resources by value.
-func fromResourceList(l corev1.ResourceList, milliCPUPerVCore int64) Resource {
-	var r Resource
+func fromResourceList(l corev1.ResourceList, milliCPUPerVCore int64) quota.Resource {
+	var r quota.Resource
 	for name, q := range l {
 		switch name {
 		case corev1.ResourceCPU:
@@ -149,7 +156,7 @@ func fromResourceList(l corev1.ResourceList, milliCPUPerVCore int64) Resource {
 		case corev1.ResourceMemory:
 			r.Memory = q.Value()
 		default:
-			r.setInPlace(string(name), q.Value())
+			r.SetInPlace(string(name), q.Value())
 		}
 	}
 	return r

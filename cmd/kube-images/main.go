@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/weft-sh/weft/test/kube/images"
+	"github.com/weft-sh/weft/deploy/images"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func run(ctx context.Context, address, dir string, cluster, weft bool, busybox s
 	defer os.RemoveAll(tmp)
 	var todo []images.Image
 	if cluster {
-		pause, err := images.BuildStatic(tmp, "github.com/weft-sh/weft/test/kube/cmd/pause", "pause")
+		pause, err := images.BuildStatic(tmp, "github.com/weft-sh/weft/cmd/pause", "pause")
 		if err != nil {
 			return err
 		}
