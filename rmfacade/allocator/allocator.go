@@ -321,11 +321,11 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	a.metrics.decision.Observe(decided.Sub(began).Seconds())
 	// AMs wait on their allocate calls for these: grants before bindings.
 	granted := 0
-	for attempt, gs := range grants {
-		made, err := a.mgr.AllocateContainers(ctx, attempt, gs)
-		if err != nil {
-			return granted, err
-		}
+	stored, err := a.mgr.AllocateBatch(ctx, grants)
+	if err != nil {
+		return 0, err
+	}
+	for attempt, made := range stored {
 		granted += len(made)
 		for _, c := range made {
 			a.metrics.granted.WithLabelValues(c.Tier.String()).Inc()

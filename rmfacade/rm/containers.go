@@ -1,8 +1,11 @@
 package rm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
@@ -37,7 +40,16 @@ func nextContainerID(w *state.WriteTxn, id records.AttemptID) int64 {
 // AllocateContainers stores grants as NEW containers of a live attempt,
 // to be handed to its AM by the next allocate call, and returns those it
 // stored. A finished attempt gets nothing: the grants are dropped and nil
-// returned.
+// returned. It is AllocateBatch for one attempt.
+func (m *Manager) AllocateContainers(ctx context.Context, id records.AttemptID, grants []Grant) ([]*records.Container, error) {
+	made, err := m.AllocateBatch(ctx, map[records.AttemptID][]Grant{id: grants})
+	return made[id], err
+}
+
+// AllocateBatch stores a scheduling cycle's grants, of any number of
+// attempts, in one transaction — one durable commit for the cycle rather
+// than one per application — and returns the containers stored, by
+// attempt. A finished attempt gets nothing: its grants are dropped.
 //
 // The scheduler decided the grants over a snapshot, and the store may
 // have moved since (a node cooling down or lost, online pods taking room,
@@ -50,47 +62,67 @@ func nextContainerID(w *state.WriteTxn, id records.AttemptID) int64 {
 // application is no longer in the queue it was decided for, is refused:
 // left out of the result, its ask still outstanding for the next cycle to
 // decide again. A refusal never over-commits a node.
-func (m *Manager) AllocateContainers(ctx context.Context, id records.AttemptID, grants []Grant) ([]*records.Container, error) {
-	var out []*records.Container
-	refused := 0
+func (m *Manager) AllocateBatch(ctx context.Context, grants map[records.AttemptID][]Grant) (map[records.AttemptID][]*records.Container, error) {
+	var out map[records.AttemptID][]*records.Container
+	refused := map[records.AttemptID]int{}
+	// Attempts in a stable order: which of two attempts' grants a node
+	// refuses when it has room for one must not depend on map order.
+	ids := slices.SortedFunc(maps.Keys(grants), compareAttempts)
 	err := m.store.Update(func(w *state.WriteTxn) error {
-		out, refused = nil, 0
-		app, att, err := liveAttempt(w, id)
-		if err != nil || att.State != records.AttemptRunning {
-			return nil
-		}
-		next := nextContainerID(w, id)
+		out, refused = map[records.AttemptID][]*records.Container{}, map[records.AttemptID]int{}
 		now := m.opts.Now().UnixMilli()
 		free := map[string]records.Resource{} // per node, as of this transaction
-		for _, g := range grants {
-			room, seen := free[g.Node]
-			if !seen {
-				room = roomOn(w, g.Node, now)
-			}
-			if (g.Queue != "" && g.Queue != app.Queue) || !g.Resource.Fits(room) {
-				refused++
-				free[g.Node] = room
+		for _, id := range ids {
+			app, att, err := liveAttempt(w, id)
+			if err != nil || att.State != records.AttemptRunning {
 				continue
 			}
-			free[g.Node] = room.Sub(g.Resource)
-			c := &records.Container{
-				ID: records.ContainerID{Attempt: id, ID: next}, Node: g.Node, NodeHTTP: g.NodeHTTP,
-				Resource: g.Resource, Priority: g.Priority, AllocationRequestID: g.AllocationRequestID, Tier: g.Tier,
-				State: records.ContainerNew, ExitStatus: records.ExitInvalid, StartTime: now,
+			next := nextContainerID(w, id)
+			for _, g := range grants[id] {
+				room, seen := free[g.Node]
+				if !seen {
+					room = roomOn(w, g.Node, now)
+				}
+				if (g.Queue != "" && g.Queue != app.Queue) || !g.Resource.Fits(room) {
+					refused[id]++
+					free[g.Node] = room
+					continue
+				}
+				free[g.Node] = room.Sub(g.Resource)
+				c := &records.Container{
+					ID: records.ContainerID{Attempt: id, ID: next}, Node: g.Node, NodeHTTP: g.NodeHTTP,
+					Resource: g.Resource, Priority: g.Priority, AllocationRequestID: g.AllocationRequestID, Tier: g.Tier,
+					State: records.ContainerNew, ExitStatus: records.ExitInvalid, StartTime: now,
+				}
+				next++
+				if err := w.PutContainer(c); err != nil {
+					return err
+				}
+				out[id] = append(out[id], c)
 			}
-			next++
-			if err := w.PutContainer(c); err != nil {
-				return err
-			}
-			out = append(out, c)
 		}
 		return nil
 	})
-	if refused > 0 {
-		m.opts.Logger.Info("grants refused: their node or queue changed since the cycle decided them", "attempt", id.String(),
-			"refused", refused, "stored", len(out))
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	for _, id := range ids {
+		if refused[id] > 0 {
+			m.opts.Logger.Info("grants refused: their node or queue changed since the cycle decided them", "attempt", id.String(),
+				"refused", refused[id], "stored", len(out[id]))
+		}
+	}
+	return out, nil
+}
+
+func compareAttempts(x, y records.AttemptID) int {
+	if c := cmp.Compare(x.App.ClusterTimestamp, y.App.ClusterTimestamp); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.App.ID, y.App.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.ID, y.ID)
 }
 
 // roomOn is what a node can still take as w has it: nothing unless it is
@@ -138,6 +170,13 @@ func (m *Manager) TakeCompleted(ctx context.Context, id records.AttemptID) ([]*r
 }
 
 func (m *Manager) takeContainers(id records.AttemptID, want func(*records.Container) bool, mark func(*records.Container)) ([]*records.Container, error) {
+	// Most heartbeats have nothing to take: read before taking the store's
+	// write lock, which a thousand AMs' heartbeats would otherwise queue on.
+	// A container stored after this read is taken by the next heartbeat,
+	// as one stored just after the write would be.
+	if !slices.ContainsFunc(m.store.Snapshot().ContainersOfAttempt(id), want) {
+		return nil, nil
+	}
 	var out []*records.Container
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		out = nil

@@ -19,6 +19,12 @@ func newManager(t *testing.T, dir string) (*Manager, *state.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newManagerOn(t, st), st
+}
+
+// newManagerOn is newManager over a given store.
+func newManagerOn(t *testing.T, st *state.Store) *Manager {
+	t.Helper()
 	t.Cleanup(func() { st.Close() })
 	tree, err := quota.NewTree([]quota.QueueConfig{
 		{Path: "root", Capacity: 100, AdminACL: "admin"},
@@ -31,7 +37,7 @@ func newManager(t *testing.T, dir string) (*Manager, *state.Store) {
 		t.Fatal(err)
 	}
 	now := time.UnixMilli(1_700_000_000_000)
-	return New(st, tree, Options{ClusterTimestamp: 1_700_000_000_000, MaxPriority: 10, Now: func() time.Time { return now }}), st
+	return New(st, tree, Options{ClusterTimestamp: 1_700_000_000_000, MaxPriority: 10, Now: func() time.Time { return now }})
 }
 
 func wantClass(t *testing.T, err error, class string) {
