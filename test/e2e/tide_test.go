@@ -295,7 +295,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 		for i := range 2 {
 			_, err := core.Pods(ns).Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("batch-%d", i), Namespace: ns,
-					Labels: map[string]string{translator.LabelTier: string(records.TierLow)}},
+					Labels: map[string]string{translator.LabelTier: records.TierLow.String()}},
 				Spec: corev1.PodSpec{SchedulerName: scheduler, NodeSelector: map[string]string{poolLabel: "pool"},
 					Tolerations: translator.BatchTolerations,
 					Containers: []corev1.Container{{Name: "task", Image: "fake", Resources: corev1.ResourceRequirements{

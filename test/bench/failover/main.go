@@ -283,7 +283,7 @@ func startPod(ctx context.Context, client kubernetes.Interface, c *yarnpb.Contai
 	_, err := client.CoreV1().Pods(jobs).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(cid.String()), Namespace: jobs, Labels: map[string]string{
 			translator.LabelManagedBy: "weft", translator.LabelRM: clusterID, translator.LabelContainer: cid.String(),
-			translator.LabelApp: cid.Attempt.App.String(), translator.LabelTier: string(records.TierLow)}},
+			translator.LabelApp: cid.Attempt.App.String(), translator.LabelTier: records.TierLow.String()}},
 		Spec: corev1.PodSpec{NodeName: c.GetNodeId().GetHost(), Containers: []corev1.Container{{Name: "c", Image: "fake"}}},
 	}, metav1.CreateOptions{})
 	return err
