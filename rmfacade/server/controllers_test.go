@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -199,6 +200,25 @@ func TestControllersWired(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ctx) }()
+			// /metrics serves the RM's series and the controllers' together,
+			// each family once (both registries carry Go's collectors), from
+			// the controllers' start on.
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				metrics := scrapeMetrics(t, "http://"+srv.lnWeb.Addr().String()+"/metrics")
+				counts := map[string]int{}
+				for _, family := range []string{"go_goroutines", "process_cpu_seconds_total", "weft_scheduling_cycle_seconds", "controller_runtime_reconcile_total"} {
+					counts[family] = strings.Count(metrics, "# TYPE "+family+" ")
+				}
+				if counts["go_goroutines"] > 1 || counts["process_cpu_seconds_total"] > 1 {
+					t.Fatalf("/metrics repeats a family: %v", counts)
+				}
+				if !slices.Contains(slices.Collect(maps.Values(counts)), 0) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("/metrics lacks a family: %v", counts)
+				}
+			}
 			if tc.queueAPI {
 				// A submission: its AM's Secret and pod are created, the
 				// attempt is LAUNCHED and the Queues' status written, with
@@ -242,4 +262,22 @@ func TestEmbeddedHasNoControllers(t *testing.T) {
 	if srv.controllers != nil || srv.queueSync != nil {
 		t.Fatal("controllers without Kubernetes")
 	}
+}
+
+// scrapeMetrics GETs a /metrics page, which must answer 200.
+func scrapeMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%.800s", url, resp.Status, body)
+	}
+	return string(body)
 }

@@ -380,7 +380,7 @@ func (s *Server) init() error {
 	// latency) are served beside the RM's own.
 	var metrics prometheus.Gatherer = s.metrics
 	if s.controllers != nil {
-		metrics = prometheus.Gatherers{s.metrics, ctrlmetrics.Registry}
+		metrics = firstWins{s.metrics, ctrlmetrics.Registry}
 	}
 	restOpts := rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
 		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -446,7 +447,8 @@ func scrape(web string) (counters, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return c, fmt.Errorf("GET /metrics: %s", resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		return c, fmt.Errorf("GET /metrics: %s: %s", resp.Status, body)
 	}
 	found := 0
 	sc := bufio.NewScanner(resp.Body)
