@@ -235,17 +235,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
 	snap := a.mgr.Snapshot()
 	nodes := snap.Nodes(records.NodeRunning)
-	var cluster quota.Resource
-	for _, n := range nodes {
-		cluster.AddInPlace(toQuota(n.Capability))
-	}
-	quotas, err := a.opts.Quotas(cluster, now)
+	h, err := a.hierarchy(nodes, now)
 	if err != nil {
-		return 0, fmt.Errorf("allocator: queue quotas: %w", err)
-	}
-	h, err := quota.NewHierarchy(quotas)
-	if err != nil {
-		return 0, fmt.Errorf("allocator: queue hierarchy: %w", err)
+		return 0, err
 	}
 
 	// Containers on nodes the tidal controller takes back get its notice;
@@ -350,6 +342,24 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		a.opts.Logger.Debug("cycle granted nothing", "pending", len(pending), "applied", len(result.Applied), "rejected", len(result.Rejected))
 	}
 	return granted, nil
+}
+
+// hierarchy is the queues' quotas for a cluster of the given running
+// nodes at now (time windows applied).
+func (a *Allocator) hierarchy(nodes []*records.Node, now time.Time) (*quota.Hierarchy, error) {
+	var cluster quota.Resource
+	for _, n := range nodes {
+		cluster.AddInPlace(toQuota(n.Capability))
+	}
+	quotas, err := a.opts.Quotas(cluster, now)
+	if err != nil {
+		return nil, fmt.Errorf("allocator: queue quotas: %w", err)
+	}
+	h, err := quota.NewHierarchy(quotas)
+	if err != nil {
+		return nil, fmt.Errorf("allocator: queue hierarchy: %w", err)
+	}
+	return h, nil
 }
 
 // markPlanned marks the applications a plan wrote to: its placements and

@@ -286,15 +286,7 @@ func syncView(t *testing.T, a *Allocator) string {
 	changed := a.view.take()
 	snap := a.mgr.Snapshot()
 	nodes := snap.Nodes(records.NodeRunning)
-	var cluster quota.Resource
-	for _, n := range nodes {
-		cluster.AddInPlace(toQuota(n.Capability))
-	}
-	quotas, err := a.opts.Quotas(cluster, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := quota.NewHierarchy(quotas)
+	h, err := a.hierarchy(nodes, now)
 	if err != nil {
 		t.Fatal(err)
 	}
