@@ -249,7 +249,7 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 			ids[app.ID] = true
 		}
 	}
-	for _, id := range slices.SortedFunc(maps.Keys(ids), compareAppIDs) {
+	for _, id := range slices.SortedFunc(maps.Keys(ids), records.ApplicationID.Compare) {
 		if sid, ok := v.sched[id]; ok {
 			if w.Application(sid) != nil {
 				if err := w.DeleteApplication(sid); err != nil {
@@ -279,16 +279,6 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 		}
 	}
 	return nil
-}
-
-func compareAppIDs(x, y records.ApplicationID) int {
-	if x.ClusterTimestamp != y.ClusterTimestamp {
-		if x.ClusterTimestamp < y.ClusterTimestamp {
-			return -1
-		}
-		return 1
-	}
-	return int(x.ID) - int(y.ID)
 }
 
 // asksOf copies an attempt's outstanding asks.

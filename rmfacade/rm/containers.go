@@ -1,7 +1,6 @@
 package rm
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -67,7 +66,7 @@ func (m *Manager) AllocateBatch(ctx context.Context, grants map[records.AttemptI
 	refused := map[records.AttemptID]int{}
 	// Attempts in a stable order: which of two attempts' grants a node
 	// refuses when it has room for one must not depend on map order.
-	ids := slices.SortedFunc(maps.Keys(grants), compareAttempts)
+	ids := slices.SortedFunc(maps.Keys(grants), records.AttemptID.Compare)
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		out, refused = map[records.AttemptID][]*records.Container{}, map[records.AttemptID]int{}
 		now := m.opts.Now().UnixMilli()
@@ -113,16 +112,6 @@ func (m *Manager) AllocateBatch(ctx context.Context, grants map[records.AttemptI
 		}
 	}
 	return out, nil
-}
-
-func compareAttempts(x, y records.AttemptID) int {
-	if c := cmp.Compare(x.App.ClusterTimestamp, y.App.ClusterTimestamp); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(x.App.ID, y.App.ID); c != 0 {
-		return c
-	}
-	return cmp.Compare(x.ID, y.ID)
 }
 
 // roomOn is what a node can still take as w has it: nothing unless it is

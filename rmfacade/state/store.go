@@ -286,12 +286,7 @@ func (r reader) Applications(f ApplicationFilter) []*records.Application {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b *records.Application) int {
-		if c := cmp.Compare(a.ID.ClusterTimestamp, b.ID.ClusterTimestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID.ID, b.ID.ID)
-	})
+	slices.SortFunc(out, func(a, b *records.Application) int { return a.ID.Compare(b.ID) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

@@ -22,7 +22,7 @@ type appSort func(a, b *records.Application, nowMs int64) int
 // the columns a record holds, so that sorting 10,000 applications does
 // not build 10,000 REST objects. Ties fall back to the id.
 var appSorts = map[string]appSort{
-	"id":       func(a, b *records.Application, _ int64) int { return compareIDs(a.ID, b.ID) },
+	"id":       func(a, b *records.Application, _ int64) int { return a.ID.Compare(b.ID) },
 	"user":     func(a, b *records.Application, _ int64) int { return strings.Compare(a.User, b.User) },
 	"name":     func(a, b *records.Application, _ int64) int { return strings.Compare(a.Name, b.Name) },
 	"type":     func(a, b *records.Application, _ int64) int { return strings.Compare(a.Type, b.Type) },
@@ -51,13 +51,6 @@ var columnLabels = map[string]string{"id": "ID", "user": "User", "name": "Name",
 // (its DataTables "aaSorting": [[0, 'desc']]), newest first; ids rise with
 // submission, across RM restarts too (the cluster timestamp leads).
 const defaultSort, defaultOrder = "id", "desc"
-
-func compareIDs(a, b records.ApplicationID) int {
-	if c := cmp.Compare(a.ClusterTimestamp, b.ClusterTimestamp); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ID, b.ID)
-}
 
 // elapsed is the application's run time as the REST app's elapsedTime:
 // to its finish, or to now while it runs.
@@ -249,7 +242,7 @@ func (u *ui) appsBody(snap *state.Snapshot, q appsQuery) *appsBody {
 	slices.SortStableFunc(apps, func(a, b *records.Application) int {
 		c := by(a, b, nowMs)
 		if c == 0 {
-			c = compareIDs(a.ID, b.ID)
+			c = a.ID.Compare(b.ID)
 		}
 		if q.Order == "desc" {
 			return -c

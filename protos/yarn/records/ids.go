@@ -4,6 +4,7 @@
 package records
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,10 +31,28 @@ func (id ApplicationID) appendTo(b []byte, prefix string) []byte {
 	return appendPadded(b, int64(id.ID), 4)
 }
 
+// Compare orders ids as they were issued: by the RM incarnation (cluster
+// timestamp), then the sequence number. -1, 0 or +1, as cmp.Compare.
+func (id ApplicationID) Compare(o ApplicationID) int {
+	if c := cmp.Compare(id.ClusterTimestamp, o.ClusterTimestamp); c != 0 {
+		return c
+	}
+	return cmp.Compare(id.ID, o.ID)
+}
+
 // AttemptID is YARN's application attempt id.
 type AttemptID struct {
 	App ApplicationID
 	ID  int32
+}
+
+// Compare orders attempts by application (ApplicationID.Compare), then
+// attempt number.
+func (id AttemptID) Compare(o AttemptID) int {
+	if c := id.App.Compare(o.App); c != 0 {
+		return c
+	}
+	return cmp.Compare(id.ID, o.ID)
 }
 
 // String formats the id as YARN does: appattempt_<ts>_<seq, 4+>_<attempt, 6+>.

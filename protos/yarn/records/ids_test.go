@@ -33,3 +33,25 @@ func TestIDStringsMatchFormat(t *testing.T) {
 		}
 	}
 }
+
+// Ids order as issued: a later RM incarnation after every id of an earlier
+// one, whatever the sequence numbers; attempts by application first.
+func TestIDsCompare(t *testing.T) {
+	early, late := ApplicationID{ClusterTimestamp: 1, ID: 9000}, ApplicationID{ClusterTimestamp: 2, ID: 1}
+	next := ApplicationID{ClusterTimestamp: 2, ID: 2}
+	for _, tc := range []struct {
+		name string
+		got  int
+		want int
+	}{
+		{"an earlier incarnation first", early.Compare(late), -1},
+		{"then the sequence", next.Compare(late), 1},
+		{"equal", late.Compare(late), 0},
+		{"attempts by application first", AttemptID{App: early, ID: 5}.Compare(AttemptID{App: late, ID: 1}), -1},
+		{"then the attempt number", AttemptID{App: late, ID: 2}.Compare(AttemptID{App: late, ID: 1}), 1},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+}
