@@ -27,9 +27,35 @@ var Versions = []string{"3.3.6", "3.4.1"}
 type Dist struct {
 	Version   string
 	Classpath string
-	// JVMArgs go after the defaults, so they may override them (-Xmx).
+	// JVM chooses the flags its java commands start with: TestJVM (the
+	// zero value) or DaemonJVM.
+	JVM JVMProfile
+	// JVMArgs go after the profile's flags, so they may override them
+	// (-Xmx).
 	JVMArgs []string
 }
+
+// JVMProfile is the set of JVM flags a Dist's java commands start with.
+type JVMProfile int
+
+const (
+	// TestJVM adds testJVMFlags to javaFlags: a small heap, the serial
+	// collector and the C1 compiler only, so that the many short-lived
+	// JVMs of the tests (a yarn CLI per step, MiniDFS, AMs) start quickly
+	// and stay small on a two-core machine. The default.
+	TestJVM JVMProfile = iota
+	// DaemonJVM is javaFlags alone: what Hadoop's launch scripts give a
+	// daemon whose operator sets nothing in yarn-env.sh/hadoop-env.sh. The
+	// yarn script adds -Xmx only when YARN_RESOURCEMANAGER_HEAPSIZE (or
+	// HADOOP_HEAPSIZE_MAX, its default) is set, and no GC or JIT flag at
+	// all (hadoop-functions.sh, hadoop_finalize_hadoop_heap; yarn-env.sh:
+	// "Default is the same as HADOOP_HEAPSIZE_MAX", which hadoop-env.sh
+	// leaves unset so the JVM sizes the heap from the machine's memory). So
+	// the JVM picks its own heap (a quarter of memory), collector (G1 on a
+	// machine of two or more CPUs and 2 GB) and tiered C1+C2 compilation,
+	// as it does for a ResourceManager deployed with defaults.
+	DaemonJVM
+)
 
 // sourceDir is this package's directory, where the Maven projects live.
 func sourceDir() string {
@@ -134,10 +160,14 @@ func hashTree(project string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:12], err
 }
 
-// jvmFlags let Hadoop's reflection work on Java 17, as Hadoop's own
-// scripts arrange.
-var jvmFlags = []string{
-	"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+// testJVMFlags are TestJVM's: small, quick-starting JVMs.
+var testJVMFlags = []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+
+// javaFlags are every profile's: IPv4 (HADOOP_OPTS' default in Hadoop's
+// scripts) and the --add-opens that let Hadoop's reflection work on Java
+// 17, as Hadoop's own scripts arrange.
+var javaFlags = []string{
+	"-Djava.net.preferIPv4Stack=true",
 	"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
 	"--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
 	"--add-opens=java.base/java.io=ALL-UNNAMED", "--add-opens=java.base/java.net=ALL-UNNAMED",
@@ -149,7 +179,11 @@ var jvmFlags = []string{
 // HADOOP_CONF_DIR) first on the classpath, as Hadoop's scripts put it,
 // acting as user.
 func (d *Dist) Command(ctx context.Context, confDir, user, mainClass string, args ...string) *exec.Cmd {
-	argv := append(append(append([]string{}, jvmFlags...), d.JVMArgs...), "-cp", confDir+string(os.PathListSeparator)+d.Classpath, mainClass)
+	argv := append([]string{}, javaFlags...)
+	if d.JVM == TestJVM {
+		argv = append(argv, testJVMFlags...)
+	}
+	argv = append(append(argv, d.JVMArgs...), "-cp", confDir+string(os.PathListSeparator)+d.Classpath, mainClass)
 	cmd := exec.CommandContext(ctx, "java", append(argv, args...)...)
 	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+user, "HADOOP_CONF_DIR="+confDir)
 	return cmd
@@ -277,27 +311,38 @@ func writeConf(dir string, yarn map[string]string, defaultFS string) error {
 	// (mapreduce.reduce.shuffle.fetch.retry.enabled defaults to this)
 	// instead of penalizing the node, as on a YARN cluster with NM recovery.
 	yarn["yarn.nodemanager.recovery.enabled"] = "true"
-	core := map[string]string{"hadoop.security.authentication": "simple"}
+	core := map[string]string{}
 	if defaultFS != "" {
 		core["fs.defaultFS"] = defaultFS
 	}
+	return writeSites(dir, yarn, core, nil)
+}
+
+// siteXML renders properties as a Hadoop *-site.xml.
+func siteXML(props map[string]string) string {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", k, props[k])
+	}
+	b.WriteString("</configuration>\n")
+	return b.String()
+}
+
+// writeSites writes a HADOOP_CONF_DIR: yarn-site.xml and core-site.xml
+// with the given properties (core's on top of simple authentication),
+// what every configuration here shares, and extra files by name.
+func writeSites(dir string, yarn, core map[string]string, extra map[string]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	site := func(props map[string]string) string {
-		var b strings.Builder
-		b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-		for k, v := range props {
-			fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", k, v)
-		}
-		b.WriteString("</configuration>\n")
-		return b.String()
-	}
+	core = maps.Clone(core)
+	core["hadoop.security.authentication"] = "simple"
 	files := map[string]string{
-		"yarn-site.xml": site(yarn),
-		"core-site.xml": site(core),
+		"yarn-site.xml": siteXML(yarn),
+		"core-site.xml": siteXML(core),
 		// MapReduce jobs go to YARN (here: Weft), not the local runner.
-		"mapred-site.xml": site(map[string]string{"mapreduce.framework.name": "yarn"}),
+		"mapred-site.xml": siteXML(map[string]string{"mapreduce.framework.name": "yarn"}),
 		// What a NodeManager installation ships for containers' logs (the
 		// AMs' -Dlog4j.configuration): a syslog file in the container's log
 		// directory.
@@ -308,6 +353,7 @@ func writeConf(dir string, yarn map[string]string, defaultFS string) error {
 			"log4j.appender.CLA.layout=org.apache.log4j.PatternLayout\nlog4j.appender.CLA.layout.ConversionPattern=%d{ISO8601} %p [%t] %c: %m%n\n",
 		"log4j.properties": "log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\nlog4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern=%p %c: %m%n\n",
 	}
+	maps.Copy(files, extra)
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return err

@@ -11,34 +11,28 @@ import (
 	"time"
 )
 
-// Service is a long-running Java peer (MiniYARNCluster, MiniDFSCluster)
-// that prints "READY <fields...>" once it serves and stops when its
-// standard input closes.
+// Service is a long-running Java peer: a harness main (MiniYARNCluster,
+// MiniDFSCluster) that prints "READY <fields...>" once it serves and stops
+// when its standard input closes, or a Hadoop daemon run by its own main
+// class, which stops on SIGTERM.
 type Service struct {
-	// Ready holds the fields of the READY line (addresses).
+	// Ready holds the fields of the READY line (addresses); empty for a
+	// daemon.
 	Ready []string
 
-	cmd   *exec.Cmd
-	stdin io.Closer
-	mu    sync.Mutex
-	logs  strings.Builder
-	done  chan struct{}
+	cmd *exec.Cmd
+	// stop asks the process to end.
+	stop func()
+	mu   sync.Mutex
+	logs strings.Builder
+	done chan struct{}
 }
 
-// StartService runs mainClass from d in dir and waits for its READY line.
-func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...string) (*Service, error) {
-	cmd := d.Command(context.WithoutCancel(ctx), dir, "hdfs", mainClass, args...)
-	cmd.Dir = dir
+// launch starts cmd as a Service whose standard error is kept (the first
+// MiB) and that ends by stop.
+func launch(cmd *exec.Cmd, stop func(*Service)) (*Service, error) {
 	s := &Service{cmd: cmd, done: make(chan struct{})}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	s.stdin = stdin
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
+	s.stop = func() { stop(s) }
 	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -51,6 +45,25 @@ func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...
 		return nil, err
 	}
 	go func() { cmd.Wait(); close(s.done) }()
+	return s, nil
+}
+
+// StartService runs mainClass from d in dir and waits for its READY line.
+func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...string) (*Service, error) {
+	cmd := d.Command(context.WithoutCancel(ctx), dir, "hdfs", mainClass, args...)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s, err := launch(cmd, func(*Service) { stdin.Close() })
+	if err != nil {
+		return nil, err
+	}
 	ready := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -74,10 +87,10 @@ func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...
 	}
 }
 
-// Stop closes the service's standard input and waits for it to exit,
-// killing it after 30s.
+// Stop asks the service to end (closes its standard input, or SIGTERM for
+// a daemon) and waits for it to exit, killing it after 30s.
 func (s *Service) Stop() {
-	s.stdin.Close()
+	s.stop()
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
