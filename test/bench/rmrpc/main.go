@@ -1,48 +1,100 @@
 // Command rmrpc benchmarks getApplicationReport from the Java client
 // (Hadoop's own YarnClient) against weft-rm and, in the same run, against
-// a real ResourceManager (MiniYARNCluster), and prints the ratio.
+// a real ResourceManager, and prints the ratios.
 //
-//	go run ./test/bench/rmrpc [-threads 8] [-seconds 15]
+//	go run ./test/bench/rmrpc [-threads 2,4,8] [-warmup 5] [-seconds 15]
+//
+// Both servers run as they would be deployed and alone: weft-rm with its
+// defaults and no node registered, the ResourceManager by its own main
+// class with the JVM's defaults (DaemonJVM: no heap, GC or JIT flag, as
+// the yarn script without YARN_RESOURCEMANAGER_HEAPSIZE) and no
+// NodeManager. Each server's CPU (/proc/<pid>/stat) is read when the
+// client's measured window opens and closes, and priced over the calls
+// made in that window only: warm-up, the client's start and the
+// server's own start-up are not counted.
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/test/hadoop"
 )
 
+// result is one run of the client against one server.
 type result struct {
 	Threads    int     `json:"threads"`
 	Calls      int     `json:"calls"`
-	TotalCalls int64   `json:"totalCalls"`
+	Seconds    float64 `json:"seconds"`
 	CallsPerS  float64 `json:"callsPerSec"`
 	P50Micros  float64 `json:"p50Micros"`
 	P99Micros  float64 `json:"p99Micros"`
 	P999Micros float64 `json:"p999Micros"`
-	CPUPerCall float64 `json:"-"`
+	AppState   string  `json:"appState"`
+	// ServerCPU is the server's user+system CPU over the measured window.
+	ServerCPU time.Duration `json:"-"`
+}
+
+// CPUPerCall is the server's CPU per call made in the window, in µs.
+func (r result) CPUPerCall() float64 {
+	return float64(r.ServerCPU.Microseconds()) / float64(max(r.Calls, 1))
+}
+
+// Cores is how many cores the server used on average over the window.
+func (r result) Cores() float64 {
+	return r.ServerCPU.Seconds() / max(r.Seconds, 1e-9)
 }
 
 func main() {
-	threads := flag.Int("threads", 8, "client threads, each its own connection")
-	seconds := flag.Int("seconds", 15, "measured seconds per target")
-	warmup := flag.Int("warmup", 5, "warm-up seconds per target")
+	threadList := flag.String("threads", "8", "client threads, each its own connection; a comma-separated list runs each in turn")
+	seconds := flag.Int("seconds", 15, "measured seconds per run")
+	warmup := flag.Int("warmup", 5, "warm-up seconds per run, before the measured window")
 	version := flag.String("hadoop", "3.4.1", "Hadoop release of client and peer")
 	flag.Parse()
-	if err := run(*version, *threads, *warmup, *seconds); err != nil {
+	threads, err := parseThreads(*threadList)
+	if err == nil {
+		err = run(*version, threads, *warmup, *seconds)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "rmrpc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(version string, threads, warmup, seconds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+// parseThreads reads -threads: positive counts separated by commas.
+func parseThreads(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-threads %q: %q is not a positive count", s, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// server is one server under test, running, with its clients'
+// configuration.
+type server struct {
+	name string
+	conf string
+	pid  int
+}
+
+func run(version string, threads []int, warmup, seconds int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	work, err := os.MkdirTemp("", "weft-bench-")
 	if err != nil {
@@ -53,86 +105,172 @@ func run(version string, threads, warmup, seconds int) error {
 	if err != nil {
 		return err
 	}
-	// The load generator must not be the bottleneck: full JIT.
+	// The load generator keeps its test flags (serial GC), with full JIT
+	// and room, so it is not the bottleneck for longer than it must be.
 	client.JVMArgs = []string{"-Xmx1g", "-XX:TieredStopAtLevel=4"}
-	// bench runs the Java client against one server and prices the
-	// server's CPU per call over the client's whole run.
-	bench := func(name, conf string, serverPID int) (result, error) {
-		cpu0, err := e2e.ProcessCPU(serverPID)
-		if err != nil {
-			return result{}, err
+	runAll := func(s server) ([]result, error) {
+		var out []result
+		for _, n := range threads {
+			r, err := measure(ctx, client, s, n, warmup, seconds)
+			if err != nil {
+				return nil, fmt.Errorf("%s, %d threads: %w", s.name, n, err)
+			}
+			fmt.Printf("%-22s %2d threads %8.0f calls/s   p50 %6.0f µs   p99 %6.0f µs   p99.9 %6.0f µs   server CPU %5.1f µs/call (%.2f cores)   app %s\n",
+				s.name, n, r.CallsPerS, r.P50Micros, r.P99Micros, r.P999Micros, r.CPUPerCall(), r.Cores(), r.AppState)
+			out = append(out, r)
 		}
-		out, errOut, err := client.Run(ctx, conf, "bench", "sh.weft.interop.RpcBench",
-			"--threads", fmt.Sprint(threads), "--warmup", fmt.Sprint(warmup), "--seconds", fmt.Sprint(seconds))
-		var r result
-		if err == nil {
-			err = json.Unmarshal([]byte(out), &r)
-		}
-		if err != nil {
-			return r, fmt.Errorf("%s: %v\n%s", name, err, errOut)
-		}
-		cpu1, err := e2e.ProcessCPU(serverPID)
-		if err != nil {
-			return r, err
-		}
-		r.CPUPerCall = float64((cpu1 - cpu0).Microseconds()) / float64(max(r.TotalCalls, 1))
-		fmt.Printf("%-22s %10.0f calls/s   p50 %7.0f µs   p99 %7.0f µs   p99.9 %7.0f µs   server CPU %5.1f µs/call\n",
-			name, r.CallsPerS, r.P50Micros, r.P99Micros, r.P999Micros, r.CPUPerCall)
-		return r, nil
+		return out, nil
 	}
 
-	// Weft.
-	bin := filepath.Join(work, "bin")
-	if err := e2e.BuildBinaries(ctx, bin); err != nil {
-		return err
-	}
-	addrs := make([]string, 3)
-	for i := range addrs {
-		if addrs[i], err = e2e.FreeAddr(); err != nil {
-			return err
-		}
-	}
-	rm := &e2e.RM{Bin: filepath.Join(bin, "weft-rm"), DataDir: filepath.Join(work, "data"), ClientAddr: addrs[0], WebAddr: addrs[1]}
-	if err := rm.Start(ctx); err != nil {
-		return err
-	}
-	weftConf := filepath.Join(work, "weft-conf")
-	if err := hadoop.WriteConf(weftConf, addrs[0], addrs[2], addrs[1]); err != nil {
-		return err
-	}
-	weft, err := bench("weft-rm", weftConf, rm.PID())
-	rm.Stop()
+	weft, err := runWeft(ctx, work, runAll)
 	if err != nil {
 		return err
 	}
-
 	// The real ResourceManager, same client, same machine, right after.
-	mini, err := hadoop.MiniCluster(ctx, version)
-	if err != nil {
-		return err
-	}
-	// The peer gets the full JIT and room, as a production RM would.
-	mini.JVMArgs = []string{"-Xmx2g", "-XX:TieredStopAtLevel=4"}
-	peer, err := mini.StartService(ctx, work, "sh.weft.interop.MiniRM")
-	if err != nil {
-		return err
-	}
-	defer peer.Stop()
-	ready := peer.Ready
-	if len(ready) != 3 {
-		return fmt.Errorf("MiniRM said READY %v", ready)
-	}
-	miniConf := filepath.Join(work, "mini-client-conf")
-	if err := hadoop.WriteConf(miniConf, ready[0], ready[1], ready[2]); err != nil {
-		return err
-	}
-	yarn, err := bench("ResourceManager "+version, miniConf, peer.PID())
+	yarn, err := runResourceManager(ctx, work, version, runAll)
 	if err != nil {
 		return err
 	}
 	// With the load generator on the same cores, throughput is bounded by
 	// the client; server CPU per call is what each server costs.
-	fmt.Printf("ratio weft/yarn: throughput %.2fx, p99 %.2fx, server CPU per call %.2fx (yarn/weft: %.2fx cheaper)\n",
-		weft.CallsPerS/yarn.CallsPerS, weft.P99Micros/yarn.P99Micros, weft.CPUPerCall/yarn.CPUPerCall, yarn.CPUPerCall/weft.CPUPerCall)
+	fmt.Println()
+	fmt.Println("threads | server          | calls/s | p50 µs | p99 µs | server CPU µs/call")
+	for i, n := range threads {
+		w, y := weft[i], yarn[i]
+		for _, row := range []struct {
+			name string
+			r    result
+		}{{"weft-rm", w}, {"ResourceManager", y}} {
+			fmt.Printf("%7d | %-15s | %7.0f | %6.0f | %6.0f | %5.1f\n", n, row.name, row.r.CallsPerS, row.r.P50Micros, row.r.P99Micros, row.r.CPUPerCall())
+		}
+		fmt.Printf("%7d | weft/yarn: throughput %.2fx, p50 %.2fx, p99 %.2fx, server CPU per call %.2fx (yarn/weft %.2fx)\n",
+			n, w.CallsPerS/y.CallsPerS, w.P50Micros/y.P50Micros, w.P99Micros/y.P99Micros, w.CPUPerCall()/y.CPUPerCall(), y.CPUPerCall()/w.CPUPerCall())
+	}
 	return nil
+}
+
+// runWeft starts weft-rm with its defaults but --local-node=false: no
+// node registered, as the ResourceManager here has no NodeManager, so the
+// benchmark's application waits for a node on both (weft-rm has no node
+// plugin in its process either way; the flag only adds a node record).
+func runWeft(ctx context.Context, work string, runAll func(server) ([]result, error)) ([]result, error) {
+	bin := filepath.Join(work, "bin")
+	if err := e2e.BuildBinaries(ctx, bin); err != nil {
+		return nil, err
+	}
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return nil, err
+	}
+	rm := &e2e.RM{Bin: filepath.Join(bin, "weft-rm"), DataDir: filepath.Join(work, "data"), ClientAddr: addrs[0], WebAddr: addrs[1],
+		Args: []string{"--local-node=false"}}
+	if err := rm.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer rm.Stop()
+	conf := filepath.Join(work, "weft-conf")
+	if err := hadoop.WriteConf(conf, addrs[0], addrs[2], addrs[1]); err != nil {
+		return nil, err
+	}
+	return runAll(server{name: "weft-rm", conf: conf, pid: rm.PID()})
+}
+
+// runResourceManager starts Hadoop's ResourceManager alone with a
+// deployment's JVM defaults (hadoop.DaemonJVM).
+func runResourceManager(ctx context.Context, work, version string, runAll func(server) ([]result, error)) ([]result, error) {
+	dist, err := hadoop.MiniCluster(ctx, version) // its classpath holds the ResourceManager
+	if err != nil {
+		return nil, err
+	}
+	dist.JVM = hadoop.DaemonJVM
+	a, err := freeAddrs(5)
+	if err != nil {
+		return nil, err
+	}
+	addrs := hadoop.RMDaemonAddrs{RMAddrs: hadoop.RMAddrs{Client: a[0], Scheduler: a[1], Web: a[2]}, ResourceTracker: a[3], Admin: a[4]}
+	dir := filepath.Join(work, "resourcemanager")
+	peer, err := dist.StartResourceManager(ctx, dir, addrs)
+	if err != nil {
+		return nil, err
+	}
+	defer peer.Stop()
+	conf := filepath.Join(work, "rm-client-conf")
+	if err := hadoop.WriteConf(conf, addrs.Client, addrs.Scheduler, addrs.Web); err != nil {
+		return nil, err
+	}
+	return runAll(server{name: "ResourceManager " + version, conf: conf, pid: peer.PID()})
+}
+
+func freeAddrs(n int) ([]string, error) {
+	out := make([]string, n)
+	for i := range out {
+		var err error
+		if out[i], err = e2e.FreeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// measure runs the Java client against s with n threads and prices the
+// server's CPU over the client's measured window.
+func measure(ctx context.Context, client *hadoop.Dist, s server, n, warmup, seconds int) (result, error) {
+	cmd := client.Command(ctx, s.conf, "bench", "sh.weft.interop.RpcBench",
+		"--threads", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup), "--seconds", fmt.Sprint(seconds))
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	cpu, line, readErr := readWindow(stdout, func() (time.Duration, error) { return e2e.ProcessCPU(s.pid) })
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return result{}, fmt.Errorf("client: %v\n%s", err, errOut.String())
+	}
+	if readErr != nil {
+		return result{}, fmt.Errorf("%w\n%s", readErr, errOut.String())
+	}
+	var r result
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return result{}, fmt.Errorf("client's result %q: %w", line, err)
+	}
+	r.ServerCPU = cpu
+	return r, nil
+}
+
+// readWindow reads the client's output: it samples the server's CPU at
+// "WINDOW start" and at "WINDOW end", and returns the difference and the
+// JSON line that follows.
+func readWindow(r io.Reader, sample func() (time.Duration, error)) (time.Duration, string, error) {
+	var start, end time.Duration
+	var opened, closed bool
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		var err error
+		switch {
+		case line == "WINDOW start" && !opened:
+			opened = true
+			start, err = sample()
+		case line == "WINDOW end" && opened && !closed:
+			closed = true
+			end, err = sample()
+		case strings.HasPrefix(line, "{") && closed:
+			return end - start, line, nil
+		case strings.HasPrefix(line, "WINDOW"):
+			return 0, "", fmt.Errorf("client said %q out of order", line)
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("server CPU: %w", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, "", err
+	}
+	return 0, "", fmt.Errorf("client's output ended before its window closed and its result (window opened %v, closed %v)", opened, closed)
 }

@@ -17,7 +17,9 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * Measures getApplicationReport throughput and latency with the Java
  * client. Each thread is its own user and so its own IPC connection, as
  * separate client processes are; within a thread calls are sequential.
- * Prints one JSON line.
+ * Prints "WINDOW start" when the measured seconds begin (after the
+ * warm-up) and "WINDOW end" when they end, so that a harness can read the
+ * server's CPU over the same window, then one JSON line.
  */
 public final class RpcBench {
   public static void main(String[] argv) throws Exception {
@@ -41,7 +43,6 @@ public final class RpcBench {
 
     long[][] samples = new long[threads][];
     int[] counts = new int[threads];
-    long[] allCalls = new long[threads];
     CountDownLatch ready = new CountDownLatch(threads);
     AtomicReference<Throwable> failure = new AtomicReference<>();
     long start = System.nanoTime() + 500_000_000L; // all threads connected by then
@@ -65,7 +66,6 @@ public final class RpcBench {
             long now;
             while ((now = System.nanoTime()) < end) {
               c.getApplicationReport(id);
-              allCalls[n]++;
               long after = System.nanoTime();
               if (now >= measureFrom && counts[n] < samples[n].length) {
                 samples[n][counts[n]++] = after - now;
@@ -81,9 +81,16 @@ public final class RpcBench {
       });
       ts[t].start();
     }
+    sleepUntil(measureFrom);
+    System.out.println("WINDOW start");
+    System.out.flush();
+    sleepUntil(end);
+    System.out.println("WINDOW end");
+    System.out.flush();
     for (Thread t : ts) {
       t.join();
     }
+    String state = setup.getApplicationReport(id).getYarnApplicationState().toString();
     setup.killApplication(id);
     setup.stop();
     if (failure.get() != null) {
@@ -103,17 +110,20 @@ public final class RpcBench {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("threads", threads);
     out.put("calls", total);
-    long every = 0;
-    for (long c : allCalls) {
-      every += c;
-    }
-    out.put("totalCalls", every); // warm-up included, to price server CPU per call
+    out.put("appState", state); // what the server reported on
     out.put("seconds", runMs / 1000.0);
     out.put("callsPerSec", total / (runMs / 1000.0));
     out.put("p50Micros", pct(all, 0.50));
     out.put("p99Micros", pct(all, 0.99));
     out.put("p999Micros", pct(all, 0.999));
     System.out.println(Json.of(out));
+  }
+
+  private static void sleepUntil(long nanoTime) throws InterruptedException {
+    long left;
+    while ((left = nanoTime - System.nanoTime()) > 0) {
+      Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+    }
   }
 
   private static double pct(long[] sorted, double q) {
