@@ -2,7 +2,7 @@
 // (Hadoop's own YarnClient) against weft-rm and, in the same run, against
 // a real ResourceManager, and prints the ratios.
 //
-//	go run ./test/bench/rmrpc [-threads 2,4,8] [-warmup 5] [-seconds 15]
+//	go run ./test/bench/rmrpc [-threads 2,4,8] [-warmup 10] [-seconds 15]
 //
 // Both servers run as they would be deployed and alone: weft-rm with its
 // defaults and no node registered, the ResourceManager by its own main
@@ -59,7 +59,7 @@ func (r result) Cores() float64 {
 func main() {
 	threadList := flag.String("threads", "8", "client threads, each its own connection; a comma-separated list runs each in turn")
 	seconds := flag.Int("seconds", 15, "measured seconds per run")
-	warmup := flag.Int("warmup", 5, "warm-up seconds per run, before the measured window")
+	warmup := flag.Int("warmup", 10, "warm-up seconds per run, before the measured window")
 	version := flag.String("hadoop", "3.4.1", "Hadoop release of client and peer")
 	flag.Parse()
 	threads, err := parseThreads(*threadList)
