@@ -64,6 +64,7 @@ func main() {
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
 	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
 	var logLevel slog.Level
+	flag.BoolVar(&cfg.Profiling, "profiling", false, "serve Go profiles under /debug/pprof/ on the web address (as kube-scheduler's --profiling)")
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
 	flag.Parse()
 

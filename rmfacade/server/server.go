@@ -109,8 +109,13 @@ type Config struct {
 	// election's fence (a deposed leader writes nothing).
 	MayWrite func() bool
 	// HA says this RM runs with leader election (REST cluster info).
-	HA     bool
-	Logger *slog.Logger
+	HA bool
+	// Profiling serves Go's profiles (net/http/pprof) under /debug/pprof/
+	// on the web address, as kube-scheduler's --profiling does on its
+	// port: how a heap or CPU profile of a loaded RM is taken. Off by
+	// default, since the web address answers anyone who can reach it.
+	Profiling bool
+	Logger    *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -387,8 +392,11 @@ func (s *Server) init() error {
 	if s.allocator != nil {
 		restOpts.Asks = s.allocator.Outstanding
 	}
-	s.web = &http.Server{Handler: rest.NewHandler(s.Manager, restOpts),
-		ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = rest.NewHandler(s.Manager, restOpts)
+	if s.cfg.Profiling {
+		handler = withProfiling(handler)
+	}
+	s.web = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if s.cfg.LocalNode {
 		return s.registerLocalNode()
 	}

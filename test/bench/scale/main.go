@@ -72,6 +72,9 @@ type options struct {
 	// reached is printed.
 	phaseTimeout time.Duration
 	logs         string
+	// profiles, when set, is where today's weft-rm (run with --profiling)
+	// leaves its heap after the fill and its CPU while steady.
+	profiles string
 }
 
 func main() {
@@ -86,6 +89,7 @@ func main() {
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 6*time.Minute, "longest a phase may take before the revision is reported as not carrying the load")
 	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
 	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
+	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profile after the fill and CPU profile while steady in this directory")
 	flag.Parse()
 	if err := run(o, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
@@ -134,7 +138,11 @@ func run(o options, baseline string) error {
 	for i, r := range revs {
 		fmt.Printf("\n== %s\n", r.label)
 		kube.resetCounts()
-		res, err := measure(ctx, o, kube, r.bin, filepath.Join(work, fmt.Sprintf("run%d", i)), r.label)
+		ro := o
+		if i > 0 {
+			ro.profiles = "" // the baseline may not have --profiling
+		}
+		res, err := measure(ctx, ro, kube, r.bin, filepath.Join(work, fmt.Sprintf("run%d", i)), r.label)
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.label, err)
 		}

@@ -81,6 +81,9 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 			"--cluster-id", "bench", "--namespace", "weft-jobs",
 			// The AMs hold containers they never start: not expired within the run.
 			"--container-allocation-expiry", "1h", "--am-expiry", "1h"}}
+	if o.profiles != "" {
+		rm.Args = append(rm.Args, "--profiling")
+	}
 	if err := rm.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -181,6 +184,20 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 		res.held, res.fill.Seconds(), res.granted, res.cycles, res.decisionTime.Seconds(), res.cycleLog.build.Seconds(), res.cycleLog.decide.Seconds(), res.allocated)
 	if res.held != o.apps*o.containers || res.allocated != res.held {
 		return nil, fmt.Errorf("the AMs hold %d containers and the RM counts %d, want %d", res.held, res.allocated, o.apps*o.containers)
+	}
+
+	if o.profiles != "" {
+		// ?gc=1: the live heap, not garbage awaiting collection.
+		if err := saveProfile(ctx, rm.WebAddr, "heap?gc=1", filepath.Join(o.profiles, "heap-after-fill.pb.gz")); err != nil {
+			return nil, err
+		}
+		go func() {
+			secs := int(o.steady.Seconds() * 0.9)
+			err := saveProfile(ctx, rm.WebAddr, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(o.profiles, "cpu-steady.pb.gz"))
+			if err != nil {
+				fmt.Println("   CPU profile:", err)
+			}
+		}()
 	}
 
 	// Steady: every AM heartbeats; one probes ask→grant now and then.
@@ -652,4 +669,33 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	rank := int(p/100*float64(len(s))+0.999999) - 1
 	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// saveProfile fetches /debug/pprof/<which> from a weft-rm run with
+// --profiling into file.
+func saveProfile(ctx context.Context, web, which, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+web+"/debug/pprof/"+which, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", which, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", which, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("profile %s: %w", which, err)
+	}
+	return f.Close()
 }
