@@ -6,8 +6,8 @@ import "github.com/weft-sh/weft/quota"
 // (nil: all), or nil.
 //
 // Scoring looks at the fraction of each node's allocatable CPU and memory
-// left after placement; extended resources only filter. With NodesToScore
-// set the search stops after that many feasible nodes and the next search
+// left after placement; extended resources only filter. With a bound
+// (Options.NodesToScore, PercentageOfNodesToScore) the search stops after that many feasible nodes and the next search
 // starts after the last node examined, so consecutive pods spread over the
 // cluster instead of rescanning the same full nodes at the front.
 func (c *cycle) selectNode(r quota.Resource, allowed map[string]bool) *wnode {
@@ -15,7 +15,7 @@ func (c *cycle) selectNode(r quota.Resource, allowed map[string]bool) *wnode {
 	if n == 0 {
 		return nil
 	}
-	limit := c.s.opts.NodesToScore
+	limit := c.nodesToScore
 	most := c.s.opts.Scoring == MostAllocated
 	var best *wnode
 	bestScore := 0.0

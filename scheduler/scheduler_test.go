@@ -323,3 +323,54 @@ func TestDeclaredMaximumHoldsQuota(t *testing.T) {
 		t.Fatalf("x holds %d cpus after scaling, want its declared 6", got)
 	}
 }
+
+// TestNodesToScore checks the search bound against kube-scheduler's
+// numFeasibleNodesToFind for the same settings.
+func TestNodesToScore(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		nodes int
+		want  int
+	}{
+		{"unbounded by default", Options{}, 10_000, 0},
+		{"a fixed bound wins", Options{NodesToScore: 8, PercentageOfNodesToScore: 50}, 10_000, 8},
+		{"percentage", Options{PercentageOfNodesToScore: 10}, 5_000, 500},
+		{"percentage never below 100 nodes", Options{PercentageOfNodesToScore: 10}, 500, 100},
+		{"100% is every node", Options{PercentageOfNodesToScore: 100}, 10_000, 0},
+		{"a small cluster is searched whole", Options{PercentageOfNodesToScore: AdaptivePercentage}, 99, 0},
+		{"adaptive at 1,000 nodes: 42%", Options{PercentageOfNodesToScore: AdaptivePercentage}, 1_000, 420},
+		{"adaptive at 5,000 nodes: 10%", Options{PercentageOfNodesToScore: AdaptivePercentage}, 5_000, 500},
+		{"adaptive at 10,000 nodes: the 5% floor", Options{PercentageOfNodesToScore: AdaptivePercentage}, 10_000, 500},
+		{"adaptive at 150 nodes: 49%, raised to 100", Options{PercentageOfNodesToScore: AdaptivePercentage}, 150, 100},
+	} {
+		if got := tc.opts.nodesToScore(tc.nodes); got != tc.want {
+			t.Errorf("%s: nodesToScore(%d) = %d, want %d", tc.name, tc.nodes, got, tc.want)
+		}
+	}
+}
+
+// TestAdaptiveSearchStillPlacesEveryPod: with the search bounded a cycle
+// over a cluster larger than the bound places as many pods as scoring
+// every node does, on nodes that had room.
+func TestAdaptiveSearchStillPlacesEveryPod(t *testing.T) {
+	placed := map[int]int{}
+	for _, pct := range []int{0, AdaptivePercentage} {
+		h := newHarness(t, quota.QueueQuota{Path: "root.a"})
+		for i := range 3000 {
+			h.node(fmt.Sprintf("n%04d", i), res(4_000, 16), res(int64(i%4)*1000, 0))
+		}
+		for i := range 50 {
+			h.submit(job{id: fmt.Sprintf("j%d", i), queue: "root.a", high: 1, med: 3, low: 20, each: res(1000, 1)})
+		}
+		h.cycle(New(Options{PercentageOfNodesToScore: pct}))
+		for i := range 50 {
+			for _, n := range h.placed(fmt.Sprintf("j%d", i)) {
+				placed[pct] += n
+			}
+		}
+	}
+	if placed[0] != 50*24 || placed[AdaptivePercentage] != placed[0] {
+		t.Fatalf("placed %d scoring every node, %d with the adaptive bound; want %d each", placed[0], placed[AdaptivePercentage], 50*24)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
+	"github.com/weft-sh/weft/scheduler"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/translator"
 )
@@ -47,6 +48,7 @@ func main() {
 	flag.StringVar(&cfg.NMKeyFile, "nm-key-file", "", "master key of container tokens and NMTokens, shared with node plugins (default: in --data-dir)")
 	flag.DurationVar(&cfg.Allocator.PreemptionGrace, "preemption-grace", 15*time.Second, "advance notice a preempted container's AM gets (PreemptionMessage) before it is killed")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
+	nodesPct := flag.Int("percentage-of-nodes-to-score", 0, "percentage of nodes each pod's node search looks at, at least 100 (kube-scheduler's percentageOfNodesToScore); 0: kube-scheduler's adaptive default, 5% of 10,000 nodes; 100: every node")
 	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
@@ -84,6 +86,14 @@ func main() {
 		}
 	}
 	cfg.RM.MaxCompletedApplications = maxCompleted
+	if *nodesPct < 0 || *nodesPct > 100 {
+		fmt.Fprintf(os.Stderr, "weft-rm: --percentage-of-nodes-to-score %d is not within 0-100\n", *nodesPct)
+		os.Exit(2)
+	}
+	cfg.Allocator.Scheduler.PercentageOfNodesToScore = *nodesPct
+	if *nodesPct == 0 {
+		cfg.Allocator.Scheduler.PercentageOfNodesToScore = scheduler.AdaptivePercentage
+	}
 	cfg.Launcher.NMPort, cfg.Launcher.NMHTTPPort = int32(*nmPort), int32(*nmHTTPPort)
 	p, err := translator.ProfileByName(profile)
 	if err != nil {
