@@ -24,8 +24,8 @@ import (
 //
 // An application is brought in by deriving its objects (its scheduler
 // application, allocations and requests) from the RM's records afresh, so
-// its state in the view never drifts from the store; a node by upserting
-// it. What a cycle's plan wrote into the view (placements, victims marked)
+// its state in the view never drifts from the store, and writing what
+// differs from what the view holds (putAttempt); a node by upserting it. What a cycle's plan wrote into the view (placements, victims marked)
 // is the scheduler's guess of what the RM will record: each application a
 // plan touched is marked and derived again from what the RM did record, at
 // the next cycle. Pods that name Weft's scheduler come from an informer,
@@ -46,7 +46,8 @@ type view struct {
 	// The rest is the cycle's (Allocator.cycleMu).
 	st *schedstate.Store
 	// sched is each RM application's scheduler application in st (its
-	// attempt's id), to remove when the application is derived again.
+	// attempt's id), to remove when the application ends or moves on to
+	// another attempt.
 	sched map[records.ApplicationID]string
 	// pending are the YARN asks in st, by request id; byApp their ids by
 	// application.
@@ -250,32 +251,45 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 		}
 	}
 	for _, id := range slices.SortedFunc(maps.Keys(ids), records.ApplicationID.Compare) {
-		if sid, ok := v.sched[id]; ok {
+		for _, rid := range v.byApp[id] {
+			delete(v.pending, rid)
+		}
+		delete(v.byApp, id)
+		var d *derived
+		if app := snap.Application(id); app != nil && (app.State == records.AppAccepted || app.State == records.AppRunning) && app.CurrentAttempt != 0 {
+			attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
+			var err error
+			if d, err = a.deriveAttempt(w, snap, attempt, a.asksOf(attempt), where); err != nil {
+				a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
+			}
+		}
+		// An application gone, ended or on a new attempt leaves the view.
+		if sid, ok := v.sched[id]; ok && (d == nil || d.app.ID != sid) {
 			if w.Application(sid) != nil {
 				if err := w.DeleteApplication(sid); err != nil {
 					return fmt.Errorf("allocator: view: %w", err)
 				}
 			}
 			delete(v.sched, id)
-			for _, rid := range v.byApp[id] {
-				delete(v.pending, rid)
-			}
-			delete(v.byApp, id)
 		}
-		app := snap.Application(id)
-		if app == nil || (app.State != records.AppAccepted && app.State != records.AppRunning) || app.CurrentAttempt == 0 {
+		if d == nil {
 			continue
 		}
-		attempt := records.AttemptID{App: app.ID, ID: app.CurrentAttempt}
-		err := a.addAttempt(w, snap, attempt, a.asksOf(attempt), func(rid string, p pendingRequest) {
-			v.pending[rid] = p
-			v.byApp[id] = append(v.byApp[id], rid)
-		}, where)
-		if w.Application(attempt.String()) != nil {
-			v.sched[id] = attempt.String()
+		if err := putAttempt(w, d); err != nil {
+			// Left out whole, as an attempt that could not be derived.
+			a.opts.Logger.Warn("allocator: skipping attempt", "attempt", d.app.ID, "err", err)
+			if w.Application(d.app.ID) != nil {
+				if err := w.DeleteApplication(d.app.ID); err != nil {
+					return fmt.Errorf("allocator: view: %w", err)
+				}
+			}
+			delete(v.sched, id)
+			continue
 		}
-		if err != nil {
-			a.opts.Logger.Warn("allocator: skipping attempt", "attempt", attempt.String(), "err", err)
+		v.sched[id] = d.app.ID
+		for i, r := range d.requests {
+			v.pending[r.ID] = d.pending[i]
+			v.byApp[id] = append(v.byApp[id], r.ID)
 		}
 	}
 	return nil

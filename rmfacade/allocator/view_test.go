@@ -160,6 +160,24 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 			}
 			return mgr.PutNode(n)
 		}},
+		{"notice given outside a plan", func() error {
+			// As the tide gives it to every container on a node taken back:
+			// an allocation the view holds becomes a victim in place.
+			at, ok := pick(live())
+			if !ok {
+				return nil
+			}
+			cs := mgr.Snapshot().ContainersOfAttempt(at)
+			if len(cs) == 0 {
+				return nil
+			}
+			c := cs[rng.IntN(len(cs))]
+			if c.ID.ID == 1 || c.State == records.ContainerComplete || c.PreemptDeadline != 0 {
+				return nil
+			}
+			_, err := mgr.PreemptContainer(ctx, c.ID, now.Add(time.Duration(1+rng.IntN(3))*time.Second))
+			return err
+		}},
 		{"node cools down", func() error {
 			n := node(rng.IntN(4))
 			n.CooldownUntil = now.Add(time.Duration(1+rng.IntN(3)) * time.Second).UnixMilli()

@@ -51,6 +51,8 @@ type result struct {
 	// rssMax is the largest VmRSS sampled, rssSteady the largest while
 	// steady.
 	rssMax, rssSteady int64
+	// rssParts is the resident set's make-up at the end.
+	rssParts string
 	// cpu is the cores weft-rm used while steady.
 	cpu float64
 	// reached says where a revision stopped, if it did.
@@ -222,9 +224,10 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	}
 	res.cpu = (cpu1 - cpu0).Seconds() / took.Seconds()
 	res.rssMax, res.rssSteady = rss.max(), rss.maxSinceMark()
-	fmt.Printf("   steady %.0fs: %d heartbeats (%.0f/s), p50 %s p99 %s; ask→grant p50 %s (polled %s); RSS max %.0f MiB; %.2f cores\n",
+	res.rssParts = rssParts(rm.PID())
+	fmt.Printf("   steady %.0fs: %d heartbeats (%.0f/s), p50 %s p99 %s; ask→grant p50 %s (polled %s); RSS max %.0f MiB (at the end: %s); %.2f cores\n",
 		took.Seconds(), len(res.latencies), res.callRate, ms(percentile(res.latencies, 50)), ms(percentile(res.latencies, 99)),
-		ms(percentile(res.askToGrant, 50)), ms(percentile(res.askToGrantPolled, 50)), mib(res.rssSteady), res.cpu)
+		ms(percentile(res.askToGrant, 50)), ms(percentile(res.askToGrantPolled, 50)), mib(res.rssSteady), res.rssParts, res.cpu)
 	return res, nil
 }
 
@@ -669,6 +672,23 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	rank := int(p/100*float64(len(s))+0.999999) - 1
 	return s[min(max(rank, 0), len(s)-1)]
+}
+
+// rssParts reads what a process's resident set is made of now: anonymous
+// memory (the Go heap, stacks) and mapped files (bbolt maps its database
+// file) — /proc/<pid>/status's RssAnon, RssFile and RssShmem lines.
+func rssParts(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Rss") {
+			parts = append(parts, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // saveProfile fetches /debug/pprof/<which> from a weft-rm run with
