@@ -234,7 +234,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	defer a.metrics.observeCycle(began)
 	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
 	snap := a.mgr.Snapshot()
-	nodes := snap.Nodes(records.NodeRunning)
+	nodes := a.view.runningNodes(snap)
 	h, err := a.hierarchy(nodes, now)
 	if err != nil {
 		return 0, err
@@ -253,7 +253,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	// then holds every change marked.
 	changed := a.view.take()
 	snap = a.mgr.Snapshot()
-	nodes = snap.Nodes(records.NodeRunning)
+	nodes = a.view.runningNodes(snap)
 	where := newConstraints(nodes, a.opts.Nodes)
 	pods, err := a.sync(snap, nodes, h, now, where, changed)
 	if err != nil {

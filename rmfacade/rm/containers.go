@@ -146,33 +146,42 @@ func roomOn(w *state.WriteTxn, node string, nowMs int64) records.Resource {
 // AcquireContainers hands an attempt's new containers to its AM: those not
 // yet acquired are marked so and returned, once.
 func (m *Manager) AcquireContainers(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, func(c *records.Container) bool { return !c.Acquired && c.State != records.ContainerComplete },
-		func(c *records.Container) { c.Acquired = true })
+	return m.takeContainers(id, containersToAcquire, func(c *records.Container) { c.Acquired = true })
 }
 
 // TakeCompleted returns the attempt's containers that completed since the
 // last call, marking them reported.
 func (m *Manager) TakeCompleted(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, func(c *records.Container) bool {
-		return c.State == records.ContainerComplete && !c.Reported && c.ID.ID != 1
-	}, func(c *records.Container) { c.Reported, c.Acquired = true, true })
+	return m.takeContainers(id, containersToReport, func(c *records.Container) { c.Reported, c.Acquired = true, true })
 }
 
-func (m *Manager) takeContainers(id records.AttemptID, want func(*records.Container) bool, mark func(*records.Container)) ([]*records.Container, error) {
+func containersToAcquire(r containerReader, id records.AttemptID) []*records.Container {
+	return r.ContainersToAcquire(id)
+}
+
+func containersToReport(r containerReader, id records.AttemptID) []*records.Container {
+	return r.ContainersToReport(id)
+}
+
+// containerReader is what takeContainers reads, in a snapshot or a write.
+type containerReader interface {
+	ContainersToAcquire(records.AttemptID) []*records.Container
+	ContainersToReport(records.AttemptID) []*records.Container
+}
+
+func (m *Manager) takeContainers(id records.AttemptID, list func(containerReader, records.AttemptID) []*records.Container,
+	mark func(*records.Container)) ([]*records.Container, error) {
 	// Most heartbeats have nothing to take: read before taking the store's
 	// write lock, which a thousand AMs' heartbeats would otherwise queue on.
 	// A container stored after this read is taken by the next heartbeat,
 	// as one stored just after the write would be.
-	if !slices.ContainsFunc(m.store.Snapshot().ContainersOfAttempt(id), want) {
+	if len(list(m.store.Snapshot(), id)) == 0 {
 		return nil, nil
 	}
 	var out []*records.Container
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		out = nil
-		for _, c := range w.ContainersOfAttempt(id) {
-			if !want(c) {
-				continue
-			}
+		for _, c := range list(w, id) {
 			cp := *c
 			mark(&cp)
 			if err := w.PutContainer(&cp); err != nil {

@@ -57,6 +57,9 @@ func schema() *memdb.DBSchema {
 			// Live containers under a preemption notice, whose deadline each
 			// scheduling cycle checks: a handful among 100,000.
 			"preempting": {Name: "preempting", AllowMissing: true, Indexer: memkey.Index(preemptingKey)},
+			// Containers an AM has yet to be told of, by attempt: each of
+			// its heartbeats asks, and most find none.
+			"undelivered": {Name: "undelivered", AllowMissing: true, Indexer: memkey.Index(undeliveredKey)},
 		}},
 		TableTokens: {Name: TableTokens, Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: memkey.Index(func(t *records.DelegationToken) string { return t.Key() })},
@@ -80,6 +83,28 @@ func completedKey(a *records.Application) string {
 		return ""
 	}
 	return fmt.Sprintf("%020d/%020d/%010d", max(a.FinishTime, 0), max(a.ID.ClusterTimestamp, 0), max(a.ID.ID, 0))
+}
+
+// undeliveredKey puts a container its AM has yet to be given (ToAcquire)
+// or told completed (ToReport) in the "undelivered" index under its
+// attempt and which, and leaves every other out.
+func undeliveredKey(c *records.Container) string {
+	switch {
+	case c.ToAcquire():
+		return undelivered(c.ID.Attempt, toAcquire)
+	case c.ToReport():
+		return undelivered(c.ID.Attempt, toReport)
+	}
+	return ""
+}
+
+const (
+	toAcquire = "acquire"
+	toReport  = "report"
+)
+
+func undelivered(attempt records.AttemptID, which string) string {
+	return attempt.String() + "/" + which
 }
 
 // preemptingKey puts a live container under a preemption notice in the

@@ -372,6 +372,18 @@ func (r reader) NodesChanged() <-chan struct{} {
 	return it.WatchCh()
 }
 
+// ContainersToAcquire returns an attempt's containers to hand to its AM
+// (records.Container.ToAcquire), in id order.
+func (r reader) ContainersToAcquire(id records.AttemptID) []*records.Container {
+	return sortContainers(all[records.Container](r, TableContainers, "undelivered", undelivered(id, toAcquire)))
+}
+
+// ContainersToReport returns an attempt's completed containers its AM
+// has yet to hear of (records.Container.ToReport), in id order.
+func (r reader) ContainersToReport(id records.AttemptID) []*records.Container {
+	return sortContainers(all[records.Container](r, TableContainers, "undelivered", undelivered(id, toReport)))
+}
+
 // PreemptingContainers returns the live containers under a preemption
 // notice (PreemptDeadline set, not complete).
 func (r reader) PreemptingContainers() []*records.Container {

@@ -350,3 +350,61 @@ func TestPreemptingContainers(t *testing.T) {
 		t.Fatalf("after 2 is notified and 3 completes: preempting %v, want [2]", got)
 	}
 }
+
+// ContainersToAcquire and ContainersToReport list exactly an attempt's
+// containers its AM has yet to be given or told completed, and no other
+// attempt's: a container moves from one to the other and out as YARN's
+// newlyAllocated and justFinished lists move it.
+func TestUndeliveredContainers(t *testing.T) {
+	s, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	app := records.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}
+	mine, other := records.AttemptID{App: app, ID: 1}, records.AttemptID{App: app, ID: 2}
+	type c = records.Container
+	put := func(cs ...*c) {
+		t.Helper()
+		if err := s.Update(func(w *WriteTxn) error {
+			for _, c := range cs {
+				if err := w.PutContainer(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(at records.AttemptID, n int64) records.ContainerID {
+		return records.ContainerID{Attempt: at, ID: n}
+	}
+	check := func(step string, acquire, report []int64) {
+		t.Helper()
+		ids := func(cs []*c) (out []int64) {
+			for _, c := range cs {
+				out = append(out, c.ID.ID)
+			}
+			return out
+		}
+		snap := s.Snapshot()
+		if got := ids(snap.ContainersToAcquire(mine)); !slices.Equal(got, acquire) {
+			t.Errorf("%s: to acquire %v, want %v", step, got, acquire)
+		}
+		if got := ids(snap.ContainersToReport(mine)); !slices.Equal(got, report) {
+			t.Errorf("%s: to report %v, want %v", step, got, report)
+		}
+	}
+	put(&c{ID: id(mine, 1), State: records.ContainerRunning, Acquired: true}, // the AM's
+		&c{ID: id(mine, 3), State: records.ContainerNew}, &c{ID: id(mine, 2), State: records.ContainerNew},
+		&c{ID: id(other, 2), State: records.ContainerNew}, &c{ID: id(other, 3), State: records.ContainerComplete})
+	check("allocated", []int64{2, 3}, nil)
+	put(&c{ID: id(mine, 2), State: records.ContainerNew, Acquired: true},
+		&c{ID: id(mine, 3), State: records.ContainerComplete}) // ended before its AM heard of it
+	check("2 acquired, 3 completed unacquired", nil, []int64{3})
+	put(&c{ID: id(mine, 2), State: records.ContainerComplete, Acquired: true},
+		&c{ID: id(mine, 3), State: records.ContainerComplete, Acquired: true, Reported: true},
+		&c{ID: id(mine, 1), State: records.ContainerComplete, Acquired: true})
+	check("2 completed, 3 reported, the AM's completed", nil, []int64{2})
+}

@@ -189,6 +189,17 @@ type Container struct {
 	PreemptDeadline int64 `json:"preemptDeadline,omitempty"`
 }
 
+// ToAcquire says whether the container waits to be handed to its AM: live
+// and in no allocate response yet (YARN's newlyAllocatedContainers).
+func (c *Container) ToAcquire() bool { return !c.Acquired && c.State != ContainerComplete }
+
+// ToReport says whether the AM waits to hear that the container completed
+// (YARN's justFinishedContainers). The AM's own container is not reported
+// to it: its end is the attempt's.
+func (c *Container) ToReport() bool {
+	return c.State == ContainerComplete && !c.Reported && c.ID.ID != 1
+}
+
 // YARN's ContainerExitStatus values Weft reports.
 const (
 	ExitSuccess            int32 = 0
