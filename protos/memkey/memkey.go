@@ -44,6 +44,16 @@ func fromArgs(args []any) ([]byte, error) {
 	return []byte(s + "\x00"), nil
 }
 
+// PrefixFromArgs implements memdb.PrefixIndexer: the "<index>_prefix"
+// lookups, of every key that starts with one string argument.
+func (ix Indexer[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	b, err := fromArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil // without the terminator
+}
+
 // MultiIndexer indexes objects under several string keys (tags).
 type MultiIndexer[T any] struct{ Keys func(*T) []string }
 

@@ -51,7 +51,6 @@ func schema() *memdb.DBSchema {
 		}},
 		TableContainers: {Name: TableContainers, Indexes: map[string]*memdb.IndexSchema{
 			"id":      {Name: "id", Unique: true, Indexer: memkey.Index(func(c *records.Container) string { return c.Key() })},
-			"app":     {Name: "app", Indexer: memkey.Index(func(c *records.Container) string { return c.ID.Attempt.App.String() })},
 			"attempt": {Name: "attempt", Indexer: memkey.Index(func(c *records.Container) string { return c.ID.Attempt.String() })},
 			"node":    {Name: "node", AllowMissing: true, Indexer: memkey.Index(func(c *records.Container) string { return c.Node })},
 			// Live containers under a preemption notice, whose deadline each

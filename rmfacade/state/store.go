@@ -356,7 +356,9 @@ func (r reader) ContainersOfAttempt(id records.AttemptID) []*records.Container {
 
 // ContainersOfApp returns all containers of an application in id order.
 func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
-	return sortContainers(all[records.Container](r, TableContainers, "app", id.String()))
+	// By the prefix its attempts' ids share: an index of their own would
+	// hold an entry for each of 100,000 containers for a few listings.
+	return sortContainers(all[records.Container](r, TableContainers, "attempt_prefix", id.AttemptPrefix()))
 }
 
 // NodesChanged returns a channel closed at the first write after this

@@ -31,6 +31,13 @@ func (id ApplicationID) appendTo(b []byte, prefix string) []byte {
 	return appendPadded(b, int64(id.ID), 4)
 }
 
+// AttemptPrefix is what every one of the application's attempt ids
+// (AttemptID.String) starts with, and no other application's:
+// appattempt_<ts>_<seq, 4+>_.
+func (id ApplicationID) AttemptPrefix() string {
+	return string(append(id.appendTo(make([]byte, 0, 40), "appattempt_"), '_'))
+}
+
 // Compare orders ids as they were issued: by the RM incarnation (cluster
 // timestamp), then the sequence number. -1, 0 or +1, as cmp.Compare.
 func (id ApplicationID) Compare(o ApplicationID) int {

@@ -2,6 +2,7 @@ package records
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,15 @@ func TestIDStringsMatchFormat(t *testing.T) {
 				at := AttemptID{App: a, ID: attempt}
 				if got, want := at.String(), fmt.Sprintf("appattempt_%d_%04d_%06d", ts, app, attempt); got != want {
 					t.Errorf("AttemptID %v: %q, want %q", at, got, want)
+				}
+				for _, other := range []int32{1, 10, 100, 1000, 10000, 100000} {
+					o := ApplicationID{ClusterTimestamp: ts, ID: other}
+					if got := strings.HasPrefix(at.String(), o.AttemptPrefix()); got != (other == app) {
+						t.Errorf("%s starts with %s's attempt prefix %q: %v", at, o, o.AttemptPrefix(), got)
+					}
+				}
+				if !strings.HasPrefix(at.String(), a.AttemptPrefix()) {
+					t.Errorf("%s does not start with its application's attempt prefix %q", at, a.AttemptPrefix())
 				}
 				for _, c := range []int64{1, 99, 1234567, 3<<40 | 5, 123<<40 | 77} {
 					seq, epoch := c&0xffffffffff, c>>40
