@@ -5,12 +5,9 @@
 package state
 
 import (
-	"strconv"
-
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/weft-sh/weft/protos/memkey"
-	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
 
@@ -26,11 +23,10 @@ const (
 
 // Index names.
 const (
-	indexID        = "id"
-	indexQueue     = "queue"
-	indexApp       = "app"
-	indexNode      = "node"
-	indexQueueTier = "queue_tier"
+	indexID    = "id"
+	indexQueue = "queue"
+	indexApp   = "app"
+	indexNode  = "node"
 )
 
 // indexRow holds the latest store index inside memdb itself, so a snapshot
@@ -40,6 +36,13 @@ type indexRow struct {
 	Value uint64
 }
 
+// schema has only the indexes some query reads, since every index costs
+// each write of its table a copied path of go-immutable-radix nodes (with
+// a watch channel each) and holds an entry per object: applications by
+// queue (a cycle's leaves), requests and allocations by application (a
+// cycle's jobs, gang checks, DeleteApplication), allocations by node
+// (DeleteNode). A queue/tier index over requests and allocations, never
+// read, cost a fifth of an allocation's heap and of ApplyPlan's writes.
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
@@ -52,17 +55,11 @@ func schema() *memdb.DBSchema {
 		TableRequests: {Name: TableRequests, Indexes: map[string]*memdb.IndexSchema{
 			indexID:  {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *objects.Request) string { return r.ID })},
 			indexApp: {Name: indexApp, Indexer: memkey.Index(func(r *objects.Request) string { return r.AppID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(r *objects.Request) string {
-				return queueTierKey(r.Queue, r.Tier)
-			})},
 		}},
 		TableAllocations: {Name: TableAllocations, Indexes: map[string]*memdb.IndexSchema{
 			indexID:   {Name: indexID, Unique: true, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.ID })},
 			indexApp:  {Name: indexApp, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.AppID })},
 			indexNode: {Name: indexNode, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.NodeID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(a *objects.Allocation) string {
-				return queueTierKey(a.Queue, a.Tier)
-			})},
 		}},
 		TableQueues: {Name: TableQueues, Indexes: map[string]*memdb.IndexSchema{
 			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(q *objects.QueueUsage) string { return q.Path })},
@@ -71,10 +68,4 @@ func schema() *memdb.DBSchema {
 			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *indexRow) string { return r.Key })},
 		}},
 	}}
-}
-
-// queueTierKey is the compound key of the queue_tier indexes. A NUL cannot
-// occur in a queue path, so keys of different queues never collide.
-func queueTierKey(queue string, tier records.Tier) string {
-	return queue + "\x01" + strconv.Itoa(int(tier))
 }

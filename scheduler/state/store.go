@@ -10,7 +10,6 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/weft-sh/weft/protos/memkey"
-	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
@@ -386,11 +385,6 @@ func (r reader) RequestsOfApp(app string) []*objects.Request {
 	return all[objects.Request](r, TableRequests, indexApp, app)
 }
 
-// PendingByQueueTier returns a queue's pending requests of one tier.
-func (r reader) PendingByQueueTier(queue string, tier records.Tier) []*objects.Request {
-	return all[objects.Request](r, TableRequests, indexQueueTier, queueTierKey(queue, tier))
-}
-
 // Allocation returns an allocation or nil.
 func (r reader) Allocation(id string) *objects.Allocation {
 	return first[objects.Allocation](r, TableAllocations, indexID, id)
@@ -409,11 +403,6 @@ func (r reader) AllocationsOnNode(node string) []*objects.Allocation {
 // AllocationsOfApp returns an application's allocations.
 func (r reader) AllocationsOfApp(app string) []*objects.Allocation {
 	return all[objects.Allocation](r, TableAllocations, indexApp, app)
-}
-
-// AllocationsByQueueTier returns a queue's allocations of one tier.
-func (r reader) AllocationsByQueueTier(queue string, tier records.Tier) []*objects.Allocation {
-	return all[objects.Allocation](r, TableAllocations, indexQueueTier, queueTierKey(queue, tier))
 }
 
 // QueueUsage returns a queue's usage row or nil.
