@@ -24,7 +24,6 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	w := s.begin()
-	defer w.tx.Abort()
 	a := &applier{Txn: w, nodes: map[string]*objects.Node{}, queues: map[string]*objects.QueueUsage{},
 		placed: map[string]bool{}}
 	res := &objects.PlanResult{Index: w.index}
@@ -47,9 +46,7 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	if err := a.flush(); err != nil {
 		return nil, err
 	}
-	if err := w.commit(); err != nil {
-		return nil, err
-	}
+	s.commit(w)
 	return res, nil
 }
 
@@ -168,12 +165,12 @@ func (a *applier) unit(u objects.Unit) string {
 	}
 	for i, r := range reqs {
 		a.placed[r.ID] = true
-		if err := a.tx.Delete(TableRequests, r); err != nil {
+		if err := a.db.requests.delete(r); err != nil {
 			return "store: " + err.Error()
 		}
 		al := &objects.Allocation{ID: r.ID, AppID: r.AppID, Queue: r.Queue, NodeID: u.Placements[i].NodeID,
 			Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index}
-		if err := a.tx.Insert(TableAllocations, al); err != nil {
+		if err := a.db.allocations.insert(al); err != nil {
 			return "store: " + err.Error()
 		}
 	}
@@ -198,7 +195,7 @@ func (a *applier) preempt(p objects.Preemption) (bool, error) {
 	c := *al
 	c.Preempting = true
 	c.ModifyIndex = a.index
-	return true, a.tx.Insert(TableAllocations, &c)
+	return true, a.db.allocations.insert(&c)
 }
 
 // Reclaimable reports whether victim may be taken from a queue that uses
@@ -232,7 +229,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		n.ModifyIndex = a.index
-		if err := a.tx.Insert(TableNodes, n); err != nil {
+		if err := a.db.nodes.insert(n); err != nil {
 			return err
 		}
 	}
@@ -241,7 +238,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		q.ModifyIndex = a.index
-		if err := a.tx.Insert(TableQueues, q); err != nil {
+		if err := a.db.queues.insert(q); err != nil {
 			return err
 		}
 	}
