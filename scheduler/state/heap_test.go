@@ -10,6 +10,24 @@ import (
 	"github.com/weft-sh/weft/scheduler/objects"
 )
 
+// newStore returns an empty store for root and leaves without quotas.
+func newStore(tb testing.TB, leaves ...string) *Store {
+	tb.Helper()
+	quotas := []quota.QueueQuota{{Path: "root"}}
+	for _, l := range leaves {
+		quotas = append(quotas, quota.QueueQuota{Path: l})
+	}
+	h, err := quota.NewHierarchy(quotas)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := New(h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // heapInUse is the live heap after a full collection.
 func heapInUse() uint64 {
 	runtime.GC()
@@ -27,19 +45,12 @@ func heapInUse() uint64 {
 func BenchmarkHeld(b *testing.B) {
 	const nodes, apps, perApp, queues = 10_000, 1000, 100, 20
 	build := func(b *testing.B) *Store {
-		quotas := []quota.QueueQuota{{Path: "root"}}
+		var leaves []string
 		for i := range queues {
-			quotas = append(quotas, quota.QueueQuota{Path: fmt.Sprintf("root.q%d", i)})
+			leaves = append(leaves, fmt.Sprintf("root.q%d", i))
 		}
-		h, err := quota.NewHierarchy(quotas)
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := New(h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = s.Update(func(w *Txn) error {
+		s := newStore(b, leaves...)
+		err := s.Update(func(w *Txn) error {
 			for i := range nodes {
 				err := w.UpsertNode(&objects.Node{ID: fmt.Sprintf("node-%05d", i),
 					Allocatable: quota.Resource{MilliCPU: 32_000, Memory: 128 << 30}})

@@ -197,7 +197,7 @@ func (w *Txn) AddRequest(r *objects.Request) error {
 		return fmt.Errorf("state: request %s exists", r.ID)
 	}
 	c := *r
-	c.Queue = a.Queue
+	c.AppID, c.Queue = a.ID, a.Queue
 	c.Resource = r.Resource.Clone()
 	c.CreateIndex = w.index
 	if err := w.db.requests.insert(&c); err != nil {
@@ -238,6 +238,9 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 		return fmt.Errorf("state: allocation %s exists", al.ID)
 	}
 	c := *al
+	// The application's and the node's own strings: 100,000 allocations
+	// hold no copies of their ids.
+	c.AppID, c.NodeID = a.ID, n.ID
 	c.Queue, c.Resource = a.Queue, al.Resource.Clone()
 	c.CreateIndex, c.ModifyIndex = w.index, w.index
 	if err := w.db.allocations.insert(&c); err != nil {

@@ -114,17 +114,10 @@ func TestTable(t *testing.T) {
 // changes nothing, and (under -race) that readers and the writer share
 // the trees safely.
 func TestSnapshotIsolation(t *testing.T) {
-	h, err := quota.NewHierarchy([]quota.QueueQuota{{Path: "root"}, {Path: "root.a"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStore(t, "root.a")
 	node := func(i int) string { return fmt.Sprintf("node-%04d", i) }
 	one := quota.Resource{MilliCPU: 1000, Memory: 1 << 30}
-	err = s.Update(func(w *Txn) error {
+	err := s.Update(func(w *Txn) error {
 		if err := w.UpsertApplication(&objects.Application{ID: "app", Queue: "root.a"}); err != nil {
 			return err
 		}
