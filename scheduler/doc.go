@@ -8,7 +8,8 @@
 // current state (Nomad's optimistic model). Layout:
 //   - objects: Node, Application, Request, Allocation and Plan, kept apart
 //     from any cache or shim (YuniKorn style).
-//   - state: the go-memdb store with one writer, snapshots and ApplyPlan.
+//   - state: the store (copy-on-write B-trees) with one writer, snapshots
+//     and ApplyPlan.
 //   - this package: the cycle (queue ordering, gangs, elastic requests,
 //     node selection) and tier-ordered preemption planning.
 package scheduler

@@ -81,8 +81,12 @@ func (q *wqueue) blocked() bool {
 // loadAllocations indexes the snapshot's allocations by node, once, and
 // only for cycles that plan preemption.
 func (c *cycle) loadAllocations() {
+	byID := make(map[string]*wnode, len(c.nodes))
+	for _, w := range c.nodes {
+		byID[w.n.ID] = w
+	}
 	for _, al := range c.snap.Allocations() {
-		if w := c.node[al.NodeID]; w != nil {
+		if w := byID[al.NodeID]; w != nil {
 			w.allocs = append(w.allocs, al)
 		}
 	}

@@ -1,7 +1,8 @@
-// Package memkey holds what Weft's go-memdb stores (the scheduler's and
-// the ResourceManager facade's) share: indexers over keys computed from an
-// object — memdb's reflection-based field indexers cannot reach formatted
-// ids and are slower on the scheduler's hot path — and typed queries.
+// Package memkey holds the ResourceManager facade's go-memdb indexers over
+// keys computed from an object — memdb's reflection-based field indexers
+// cannot reach formatted ids and are slower — and typed queries. (The
+// scheduler's store shared them until it left go-memdb for copy-on-write
+// B-trees, which cost a fifth of the heap per allocation.)
 package memkey
 
 import (

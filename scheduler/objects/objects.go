@@ -67,7 +67,7 @@ type Application struct {
 type Request struct {
 	ID       string
 	AppID    string
-	Queue    string // copied from the application for the queue/tier index
+	Queue    string // copied from the application: what the request is charged to
 	Tier     records.Tier
 	Resource quota.Resource
 	// Nodes, when set, are the only nodes the request may go to: what its

@@ -24,10 +24,8 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	w := s.begin()
-	defer w.tx.Abort()
-	a := &applier{Txn: w, nodes: map[string]*objects.Node{}, queues: map[string]*objects.QueueUsage{},
-		placed: map[string]bool{}}
-	res := &objects.PlanResult{Index: w.index}
+	a := &applier{Txn: w, nodes: map[string]*objects.Node{}, queues: map[string]*objects.QueueUsage{}}
+	res := &objects.PlanResult{Index: w.index, Applied: make([]objects.Unit, 0, len(p.Units))}
 	for _, u := range p.Units {
 		if reason := a.unit(u); reason != "" {
 			res.Rejected = append(res.Rejected, objects.Rejection{Unit: u, Reason: reason})
@@ -47,21 +45,31 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	if err := a.flush(); err != nil {
 		return nil, err
 	}
-	if err := w.commit(); err != nil {
-		return nil, err
-	}
+	s.commit(w)
 	return res, nil
 }
 
 // applier caches the nodes and queue rows a plan touches and writes each
 // back once, instead of once per placement: a large plan changes the same
-// few queue rows tens of thousands of times.
+// few queue rows tens of thousands of times. A request placed earlier in
+// the plan is gone from the transaction's requests, which is how a later
+// unit naming it again is refused.
 type applier struct {
 	*Txn
 	nodes  map[string]*objects.Node
 	queues map[string]*objects.QueueUsage
-	placed map[string]bool
+	// seen and nodeAdd are unit's scratch for units too large to check
+	// by scanning (see smallUnit), kept to be cleared rather than made
+	// for each unit.
+	seen    map[string]bool
+	nodeAdd map[string]quota.Resource
 }
+
+// smallUnit is the most placements a unit checks for repeated requests
+// and sums per node by scanning its own placements: most units are one
+// elastic request or a gang of a few, and a map for each cost ApplyPlan
+// more than the checks.
+const smallUnit = 16
 
 func (a *applier) node(id string) *objects.Node {
 	if n, ok := a.nodes[id]; ok {
@@ -91,6 +99,19 @@ func (a *applier) queueRow(path string) *objects.QueueUsage {
 	return q
 }
 
+// repeated reports whether a unit's earlier placements name id.
+func (a *applier) repeated(earlier []objects.Placement, id string, small bool) bool {
+	if !small {
+		return a.seen[id]
+	}
+	for _, pl := range earlier {
+		if pl.RequestID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // unit checks and applies one unit; it returns why it was rejected, or "".
 func (a *applier) unit(u objects.Unit) string {
 	app := a.Application(u.AppID)
@@ -101,14 +122,20 @@ func (a *applier) unit(u objects.Unit) string {
 		return "empty unit"
 	}
 	lineage := a.queue.Lineage(app.Queue)
+	small := len(u.Placements) <= smallUnit
+	if !small {
+		if a.seen == nil {
+			a.seen, a.nodeAdd = map[string]bool{}, map[string]quota.Resource{}
+		}
+		clear(a.seen)
+		clear(a.nodeAdd)
+	}
 	reqs := make([]*objects.Request, len(u.Placements))
-	nodeAdd := map[string]quota.Resource{}
 	var total quota.Resource
-	seen := map[string]bool{}
 	gangMembers := 0
 	for i, pl := range u.Placements {
 		r := a.Request(pl.RequestID)
-		if r == nil || a.placed[pl.RequestID] || seen[pl.RequestID] {
+		if r == nil || a.repeated(u.Placements[:i], pl.RequestID, small) {
 			return fmt.Sprintf("request %s no longer pending", pl.RequestID)
 		}
 		if r.AppID != u.AppID {
@@ -120,7 +147,9 @@ func (a *applier) unit(u objects.Unit) string {
 		if r.Tier.Gang() {
 			gangMembers++
 		}
-		seen[r.ID] = true
+		if !small {
+			a.seen[r.ID] = true
+		}
 		reqs[i] = r
 		n := a.node(pl.NodeID)
 		if n == nil {
@@ -132,11 +161,21 @@ func (a *applier) unit(u objects.Unit) string {
 		if r.Nodes != nil && !r.Nodes[pl.NodeID] {
 			return fmt.Sprintf("request %s may not go to node %s", r.ID, pl.NodeID)
 		}
-		add := nodeAdd[pl.NodeID].Add(r.Resource)
+		// What the unit already put on this node, with r.
+		add := r.Resource.Clone()
+		if small {
+			for j, o := range u.Placements[:i] {
+				if o.NodeID == pl.NodeID {
+					add.AddInPlace(reqs[j].Resource)
+				}
+			}
+		} else {
+			add.AddInPlace(a.nodeAdd[pl.NodeID])
+			a.nodeAdd[pl.NodeID] = add
+		}
 		if !add.Fits(n.Free()) {
 			return fmt.Sprintf("node %s has no room for %s", pl.NodeID, r.ID)
 		}
-		nodeAdd[pl.NodeID] = add
 		total.AddInPlace(r.Resource)
 	}
 	if u.Gang && app.MinMembers > 0 {
@@ -158,8 +197,8 @@ func (a *applier) unit(u objects.Unit) string {
 		}
 	}
 	// Every check passed: apply.
-	for id, add := range nodeAdd {
-		a.nodes[id].Allocated.AddInPlace(add)
+	for i, pl := range u.Placements {
+		a.nodes[pl.NodeID].Allocated.AddInPlace(reqs[i].Resource)
 	}
 	for _, p := range lineage {
 		row := a.queueRow(p)
@@ -167,13 +206,14 @@ func (a *applier) unit(u objects.Unit) string {
 		row.Pending.SubInPlace(total)
 	}
 	for i, r := range reqs {
-		a.placed[r.ID] = true
-		if err := a.tx.Delete(TableRequests, r); err != nil {
+		if err := a.db.requests.delete(r); err != nil {
 			return "store: " + err.Error()
 		}
-		al := &objects.Allocation{ID: r.ID, AppID: r.AppID, Queue: r.Queue, NodeID: u.Placements[i].NodeID,
+		// The node's and the application's own id strings, so that the
+		// allocation holds no copy of either.
+		al := &objects.Allocation{ID: r.ID, AppID: app.ID, Queue: r.Queue, NodeID: a.nodes[u.Placements[i].NodeID].ID,
 			Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index}
-		if err := a.tx.Insert(TableAllocations, al); err != nil {
+		if err := a.db.allocations.insert(al); err != nil {
 			return "store: " + err.Error()
 		}
 	}
@@ -198,7 +238,7 @@ func (a *applier) preempt(p objects.Preemption) (bool, error) {
 	c := *al
 	c.Preempting = true
 	c.ModifyIndex = a.index
-	return true, a.tx.Insert(TableAllocations, &c)
+	return true, a.db.allocations.insert(&c)
 }
 
 // Reclaimable reports whether victim may be taken from a queue that uses
@@ -232,7 +272,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		n.ModifyIndex = a.index
-		if err := a.tx.Insert(TableNodes, n); err != nil {
+		if err := a.db.nodes.insert(n); err != nil {
 			return err
 		}
 	}
@@ -241,7 +281,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		q.ModifyIndex = a.index
-		if err := a.tx.Insert(TableQueues, q); err != nil {
+		if err := a.db.queues.insert(q); err != nil {
 			return err
 		}
 	}

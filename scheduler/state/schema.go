@@ -1,80 +1,56 @@
-// Package state is the scheduler's state store: go-memdb tables with
-// explicit indexes, one writer at a time, and consistent snapshots for the
-// scheduling cycle. Plans computed on a snapshot come back through
-// ApplyPlan, which validates them against the state as it is then.
+// Package state is the scheduler's state store: tables of copy-on-write
+// B-trees with explicit indexes, one writer at a time, and consistent
+// snapshots for the scheduling cycle. Plans computed on a snapshot come
+// back through ApplyPlan, which validates them against the state as it is
+// then.
 package state
 
-import (
-	"strconv"
+import "github.com/weft-sh/weft/scheduler/objects"
 
-	memdb "github.com/hashicorp/go-memdb"
-
-	"github.com/weft-sh/weft/protos/memkey"
-	"github.com/weft-sh/weft/protos/yarn/records"
-	"github.com/weft-sh/weft/scheduler/objects"
-)
-
-// Table names.
+// Secondary index positions, per table.
 const (
-	TableNodes        = "nodes"
-	TableApplications = "applications"
-	TableRequests     = "requests"
-	TableAllocations  = "allocations"
-	TableQueues       = "queues"
-	tableIndex        = "index"
+	appsByQueue = 0
+
+	requestsByApp = 0
+
+	allocationsByApp  = 0
+	allocationsByNode = 1
 )
 
-// Index names.
-const (
-	indexID        = "id"
-	indexQueue     = "queue"
-	indexApp       = "app"
-	indexNode      = "node"
-	indexQueueTier = "queue_tier"
-)
-
-// indexRow holds the latest store index inside memdb itself, so a snapshot
-// reads the index that matches its data.
-type indexRow struct {
-	Key   string
-	Value uint64
+// db is one version of the store's tables. A published db is never
+// written; a write transaction clones it and publishes the clone.
+//
+// The tables have only the indexes some query reads, since every index
+// costs each write of its table and holds an entry per object:
+// applications by queue (a cycle's leaves), requests and allocations by
+// application (a cycle's jobs, gang checks, DeleteApplication),
+// allocations by node (DeleteNode).
+type db struct {
+	// index is the store index of the last write this version contains.
+	index       uint64
+	nodes       table[objects.Node]
+	apps        table[objects.Application]
+	requests    table[objects.Request]
+	allocations table[objects.Allocation]
+	queues      table[objects.QueueUsage]
 }
 
-func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(n *objects.Node) string { return n.ID })},
-		}},
-		TableApplications: {Name: TableApplications, Indexes: map[string]*memdb.IndexSchema{
-			indexID:    {Name: indexID, Unique: true, Indexer: memkey.Index(func(a *objects.Application) string { return a.ID })},
-			indexQueue: {Name: indexQueue, Indexer: memkey.Index(func(a *objects.Application) string { return a.Queue })},
-		}},
-		TableRequests: {Name: TableRequests, Indexes: map[string]*memdb.IndexSchema{
-			indexID:  {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *objects.Request) string { return r.ID })},
-			indexApp: {Name: indexApp, Indexer: memkey.Index(func(r *objects.Request) string { return r.AppID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(r *objects.Request) string {
-				return queueTierKey(r.Queue, r.Tier)
-			})},
-		}},
-		TableAllocations: {Name: TableAllocations, Indexes: map[string]*memdb.IndexSchema{
-			indexID:   {Name: indexID, Unique: true, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.ID })},
-			indexApp:  {Name: indexApp, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.AppID })},
-			indexNode: {Name: indexNode, Indexer: memkey.Index(func(a *objects.Allocation) string { return a.NodeID })},
-			indexQueueTier: {Name: indexQueueTier, Indexer: memkey.Index(func(a *objects.Allocation) string {
-				return queueTierKey(a.Queue, a.Tier)
-			})},
-		}},
-		TableQueues: {Name: TableQueues, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(q *objects.QueueUsage) string { return q.Path })},
-		}},
-		tableIndex: {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{
-			indexID: {Name: indexID, Unique: true, Indexer: memkey.Index(func(r *indexRow) string { return r.Key })},
-		}},
-	}}
+func newDB() *db {
+	return &db{
+		nodes: newTable("node", func(n *objects.Node) string { return n.ID }),
+		apps: newTable("application", func(a *objects.Application) string { return a.ID },
+			index[objects.Application]{"queue", func(a *objects.Application) string { return a.Queue }}),
+		requests: newTable("request", func(r *objects.Request) string { return r.ID },
+			index[objects.Request]{"app", func(r *objects.Request) string { return r.AppID }}),
+		allocations: newTable("allocation", func(a *objects.Allocation) string { return a.ID },
+			index[objects.Allocation]{"app", func(a *objects.Allocation) string { return a.AppID }},
+			index[objects.Allocation]{"node", func(a *objects.Allocation) string { return a.NodeID }}),
+		queues: newTable("queue", func(q *objects.QueueUsage) string { return q.Path }),
+	}
 }
 
-// queueTierKey is the compound key of the queue_tier indexes. A NUL cannot
-// occur in a queue path, so keys of different queues never collide.
-func queueTierKey(queue string, tier records.Tier) string {
-	return queue + "\x01" + strconv.Itoa(int(tier))
+// clone returns a version of d for a write transaction.
+func (d *db) clone() *db {
+	return &db{index: d.index, nodes: d.nodes.clone(), apps: d.apps.clone(), requests: d.requests.clone(),
+		allocations: d.allocations.clone(), queues: d.queues.clone()}
 }

@@ -7,10 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	memdb "github.com/hashicorp/go-memdb"
-
-	"github.com/weft-sh/weft/protos/memkey"
-	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
@@ -21,36 +17,30 @@ var ErrNotFound = errors.New("not found")
 // Store holds the scheduler's state. All writes go through Update or
 // ApplyPlan, one at a time; reads go through snapshots and never block.
 type Store struct {
-	db *memdb.MemDB
+	// cur is the latest published version; a snapshot holds on to the
+	// version it loaded.
+	cur atomic.Pointer[db]
 	// queue is the hierarchy writes are checked against; SetHierarchy
 	// replaces it while snapshots are taken.
 	queue atomic.Pointer[quota.Hierarchy]
-	// writeMu serialises writers. memdb allows one write transaction at
-	// a time anyway; holding our own lock lets ApplyPlan validate and
-	// write in one critical section.
+	// writeMu serialises writers: each clones the latest version, and
+	// ApplyPlan validates and writes in one critical section.
 	writeMu sync.Mutex
 }
 
 // New returns an empty store for the given queue hierarchy, with a usage
 // row for every queue.
 func New(h *quota.Hierarchy) (*Store, error) {
-	db, err := memdb.NewMemDB(schema())
-	if err != nil {
-		return nil, fmt.Errorf("state: schema: %w", err)
-	}
-	s := &Store{db: db}
+	s := &Store{}
 	s.queue.Store(h)
-	tx := db.Txn(true)
-	defer tx.Abort()
+	d := newDB()
 	for _, p := range h.Paths() {
-		if err := tx.Insert(TableQueues, &objects.QueueUsage{Path: p, ModifyIndex: 1}); err != nil {
+		if err := d.queues.insert(&objects.QueueUsage{Path: p, ModifyIndex: 1}); err != nil {
 			return nil, err
 		}
 	}
-	if err := tx.Insert(tableIndex, &indexRow{Key: "latest", Value: 1}); err != nil {
-		return nil, err
-	}
-	tx.Commit()
+	d.index = 1
+	s.cur.Store(d)
 	return s, nil
 }
 
@@ -78,7 +68,7 @@ func (s *Store) SetHierarchy(h *quota.Hierarchy) error {
 
 // Snapshot returns a consistent read-only view.
 func (s *Store) Snapshot() *Snapshot {
-	return &Snapshot{reader{tx: s.db.Txn(false), queue: s.queue.Load()}}
+	return &Snapshot{reader{db: s.cur.Load(), queue: s.queue.Load()}}
 }
 
 // Update runs fn in the single write transaction at the next store index.
@@ -87,17 +77,24 @@ func (s *Store) Update(fn func(*Txn) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	w := s.begin()
-	defer w.tx.Abort()
 	if err := fn(w); err != nil {
 		return err
 	}
-	return w.commit()
+	s.commit(w)
+	return nil
 }
 
+// begin starts a write transaction on a clone of the latest version; a
+// transaction that is not committed is dropped with its clone.
 func (s *Store) begin() *Txn {
-	tx := s.db.Txn(true)
-	r := reader{tx: tx, queue: s.queue.Load()}
-	return &Txn{reader: r, index: r.Index() + 1}
+	d := s.cur.Load().clone()
+	return &Txn{reader: reader{db: d, queue: s.queue.Load()}, index: d.index + 1}
+}
+
+// commit publishes w's version.
+func (s *Store) commit(w *Txn) {
+	w.db.index = w.index
+	s.cur.Store(w.db)
 }
 
 // Snapshot is a point-in-time view of the store. Objects it returns are
@@ -108,14 +105,6 @@ type Snapshot struct{ reader }
 type Txn struct {
 	reader
 	index uint64
-}
-
-func (w *Txn) commit() error {
-	if err := w.tx.Insert(tableIndex, &indexRow{Key: "latest", Value: w.index}); err != nil {
-		return err
-	}
-	w.tx.Commit()
-	return nil
 }
 
 // WriteIndex is the store index this transaction writes at.
@@ -135,7 +124,7 @@ func (w *Txn) UpsertNode(n *objects.Node) error {
 		c.Allocated, c.Releasing = old.Allocated, old.Releasing
 	}
 	c.ModifyIndex = w.index
-	return w.tx.Insert(TableNodes, &c)
+	return w.db.nodes.insert(&c)
 }
 
 // DeleteNode removes a node. Its allocations go with it: pods on a lost
@@ -150,7 +139,7 @@ func (w *Txn) DeleteNode(id string) error {
 			return err
 		}
 	}
-	return w.tx.Delete(TableNodes, w.Node(id))
+	return w.db.nodes.delete(w.Node(id))
 }
 
 // UpsertApplication inserts or replaces an application. Its queue must be
@@ -169,7 +158,7 @@ func (w *Txn) UpsertApplication(a *objects.Application) error {
 	}
 	c := *a
 	c.ModifyIndex = w.index
-	return w.tx.Insert(TableApplications, &c)
+	return w.db.apps.insert(&c)
 }
 
 // DeleteApplication removes an application with its requests and
@@ -189,7 +178,7 @@ func (w *Txn) DeleteApplication(id string) error {
 			return err
 		}
 	}
-	return w.tx.Delete(TableApplications, a)
+	return w.db.apps.delete(a)
 }
 
 // AddRequest adds a pending pod to its application.
@@ -208,10 +197,10 @@ func (w *Txn) AddRequest(r *objects.Request) error {
 		return fmt.Errorf("state: request %s exists", r.ID)
 	}
 	c := *r
-	c.Queue = a.Queue
+	c.AppID, c.Queue = a.ID, a.Queue
 	c.Resource = r.Resource.Clone()
 	c.CreateIndex = w.index
-	if err := w.tx.Insert(TableRequests, &c); err != nil {
+	if err := w.db.requests.insert(&c); err != nil {
 		return err
 	}
 	return w.chargeQueue(a.Queue, quota.Resource{}, c.Resource)
@@ -223,7 +212,7 @@ func (w *Txn) RemoveRequest(id string) error {
 	if r == nil {
 		return fmt.Errorf("state: request %q: %w", id, ErrNotFound)
 	}
-	if err := w.tx.Delete(TableRequests, r); err != nil {
+	if err := w.db.requests.delete(r); err != nil {
 		return err
 	}
 	return w.chargeQueue(r.Queue, quota.Resource{}, quota.Resource{}.Sub(r.Resource))
@@ -249,9 +238,12 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 		return fmt.Errorf("state: allocation %s exists", al.ID)
 	}
 	c := *al
+	// The application's and the node's own strings: 100,000 allocations
+	// hold no copies of their ids.
+	c.AppID, c.NodeID = a.ID, n.ID
 	c.Queue, c.Resource = a.Queue, al.Resource.Clone()
 	c.CreateIndex, c.ModifyIndex = w.index, w.index
-	if err := w.tx.Insert(TableAllocations, &c); err != nil {
+	if err := w.db.allocations.insert(&c); err != nil {
 		return err
 	}
 	nc := *n
@@ -262,7 +254,7 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 		nc.Releasing = n.Releasing.Add(c.Resource)
 	}
 	nc.ModifyIndex = w.index
-	if err := w.tx.Insert(TableNodes, &nc); err != nil {
+	if err := w.db.nodes.insert(&nc); err != nil {
 		return err
 	}
 	if c.Preempting {
@@ -280,7 +272,7 @@ func (w *Txn) ReleaseAllocation(id string) error {
 	if a == nil {
 		return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
 	}
-	if err := w.tx.Delete(TableAllocations, a); err != nil {
+	if err := w.db.allocations.delete(a); err != nil {
 		return err
 	}
 	if n := w.Node(a.NodeID); n != nil {
@@ -290,7 +282,7 @@ func (w *Txn) ReleaseAllocation(id string) error {
 			c.Releasing = n.Releasing.Sub(a.Resource)
 		}
 		c.ModifyIndex = w.index
-		if err := w.tx.Insert(TableNodes, &c); err != nil {
+		if err := w.db.nodes.insert(&c); err != nil {
 			return err
 		}
 	}
@@ -312,7 +304,7 @@ func (w *Txn) releasingQueue(leaf string, delta quota.Resource) error {
 	c := *q
 	c.Releasing = q.Releasing.Add(delta)
 	c.ModifyIndex = w.index
-	return w.tx.Insert(TableQueues, &c)
+	return w.db.queues.insert(&c)
 }
 
 // chargeQueue adds used and pending deltas to a queue and its ancestors.
@@ -326,7 +318,7 @@ func (w *Txn) chargeQueue(leaf string, used, pending quota.Resource) error {
 		c.Used = q.Used.Add(used)
 		c.Pending = q.Pending.Add(pending)
 		c.ModifyIndex = w.index
-		if err := w.tx.Insert(TableQueues, &c); err != nil {
+		if err := w.db.queues.insert(&c); err != nil {
 			return err
 		}
 	}
@@ -335,88 +327,53 @@ func (w *Txn) chargeQueue(leaf string, used, pending quota.Resource) error {
 
 // reader holds the queries shared by snapshots and write transactions.
 type reader struct {
-	tx    *memdb.Txn
+	db    *db
 	queue *quota.Hierarchy
 }
 
-func first[T any](r reader, table, index, key string) *T {
-	return memkey.First[T](r.tx, table, index, key)
-}
-
-func all[T any](r reader, table, index string, args ...any) []*T {
-	return memkey.All[T](r.tx, table, index, args...)
-}
-
 // Index is the store index of the last write this view contains.
-func (r reader) Index() uint64 {
-	if row := first[indexRow](r, tableIndex, indexID, "latest"); row != nil {
-		return row.Value
-	}
-	return 0
-}
+func (r reader) Index() uint64 { return r.db.index }
 
 // Hierarchy returns the queue hierarchy.
 func (r reader) Hierarchy() *quota.Hierarchy { return r.queue }
 
 // Node returns a node or nil.
-func (r reader) Node(id string) *objects.Node {
-	return first[objects.Node](r, TableNodes, indexID, id)
-}
+func (r reader) Node(id string) *objects.Node { return r.db.nodes.get(id) }
 
 // Nodes returns every node in id order.
-func (r reader) Nodes() []*objects.Node { return all[objects.Node](r, TableNodes, indexID) }
+func (r reader) Nodes() []*objects.Node { return r.db.nodes.all() }
 
 // Application returns an application or nil.
-func (r reader) Application(id string) *objects.Application {
-	return first[objects.Application](r, TableApplications, indexID, id)
-}
+func (r reader) Application(id string) *objects.Application { return r.db.apps.get(id) }
 
 // ApplicationsInQueue returns a leaf queue's applications in id order.
 func (r reader) ApplicationsInQueue(queue string) []*objects.Application {
-	return all[objects.Application](r, TableApplications, indexQueue, queue)
+	return r.db.apps.allBy(appsByQueue, queue)
 }
 
 // Request returns a pending request or nil.
-func (r reader) Request(id string) *objects.Request {
-	return first[objects.Request](r, TableRequests, indexID, id)
-}
+func (r reader) Request(id string) *objects.Request { return r.db.requests.get(id) }
 
 // RequestsOfApp returns an application's pending requests in id order.
 func (r reader) RequestsOfApp(app string) []*objects.Request {
-	return all[objects.Request](r, TableRequests, indexApp, app)
-}
-
-// PendingByQueueTier returns a queue's pending requests of one tier.
-func (r reader) PendingByQueueTier(queue string, tier records.Tier) []*objects.Request {
-	return all[objects.Request](r, TableRequests, indexQueueTier, queueTierKey(queue, tier))
+	return r.db.requests.allBy(requestsByApp, app)
 }
 
 // Allocation returns an allocation or nil.
-func (r reader) Allocation(id string) *objects.Allocation {
-	return first[objects.Allocation](r, TableAllocations, indexID, id)
-}
+func (r reader) Allocation(id string) *objects.Allocation { return r.db.allocations.get(id) }
 
 // Allocations returns every allocation in id order.
-func (r reader) Allocations() []*objects.Allocation {
-	return all[objects.Allocation](r, TableAllocations, indexID)
-}
+func (r reader) Allocations() []*objects.Allocation { return r.db.allocations.all() }
 
-// AllocationsOnNode returns a node's allocations.
+// AllocationsOnNode returns a node's allocations in id order.
 func (r reader) AllocationsOnNode(node string) []*objects.Allocation {
-	return all[objects.Allocation](r, TableAllocations, indexNode, node)
+	return r.db.allocations.allBy(allocationsByNode, node)
 }
 
-// AllocationsOfApp returns an application's allocations.
+// AllocationsOfApp returns an application's allocations in id order.
 func (r reader) AllocationsOfApp(app string) []*objects.Allocation {
-	return all[objects.Allocation](r, TableAllocations, indexApp, app)
-}
-
-// AllocationsByQueueTier returns a queue's allocations of one tier.
-func (r reader) AllocationsByQueueTier(queue string, tier records.Tier) []*objects.Allocation {
-	return all[objects.Allocation](r, TableAllocations, indexQueueTier, queueTierKey(queue, tier))
+	return r.db.allocations.allBy(allocationsByApp, app)
 }
 
 // QueueUsage returns a queue's usage row or nil.
-func (r reader) QueueUsage(path string) *objects.QueueUsage {
-	return first[objects.QueueUsage](r, TableQueues, indexID, path)
-}
+func (r reader) QueueUsage(path string) *objects.QueueUsage { return r.db.queues.get(path) }

@@ -22,8 +22,8 @@ var Rules = []Rule{
 	{
 		Name: "protos links no store", From: []string{"protos/..."}, Except: []string{"protos/memkey"}, Linked: true,
 		Forbid: []string{"go.etcd.io/bbolt/...", "github.com/hashicorp/go-memdb/..."},
-		Why: "what stores the vocabulary is the RM's and the scheduler's; the one exception is protos/memkey, the index-key encoding " +
-			"both go-memdb stores share, which only they import (the node plugin's rule keeps it out of the node)",
+		Why: "what stores the vocabulary is the RM's and the scheduler's; the one exception is protos/memkey, the RM store's go-memdb " +
+			"index-key encoding, which only it imports (the node plugin's rule keeps it out of the node)",
 	},
 	{
 		Name: "nothing imports a command", From: []string{"..."}, Except: []string{"cmd/..."}, Forbid: []string{"cmd/..."}, Tests: true,
@@ -76,7 +76,7 @@ var Rules = []Rule{
 	},
 	{
 		Name: "the RM's store reaches no scheduler", From: []string{"rmfacade/state/..."}, Forbid: []string{"scheduler/..."}, Linked: true,
-		Why: "the RM's objects are kept whatever schedules them; what both stores share is protos/memkey",
+		Why: "the RM's objects are kept whatever schedules them; what its store needs below it is in protos (protos/memkey)",
 	},
 	{
 		Name: "the node plugin reaches no scheduler", From: []string{"bigdataplugin/..."}, Forbid: []string{"scheduler/...", "quota/..."},
