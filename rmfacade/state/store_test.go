@@ -321,19 +321,7 @@ func TestPreemptingContainers(t *testing.T) {
 	c := func(id int64, deadline int64, st records.ContainerState) *records.Container {
 		return &records.Container{ID: records.ContainerID{Attempt: records.AttemptID{App: app, ID: 1}, ID: id}, State: st, PreemptDeadline: deadline}
 	}
-	put := func(cs ...*records.Container) {
-		t.Helper()
-		if err := s.Update(func(w *WriteTxn) error {
-			for _, c := range cs {
-				if err := w.PutContainer(c); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(cs ...*records.Container) { t.Helper(); putContainers(t, s, cs...) }
 	ids := func() (out []int64) {
 		for _, c := range s.Snapshot().PreemptingContainers() {
 			out = append(out, c.ID.ID)
@@ -364,19 +352,7 @@ func TestUndeliveredContainers(t *testing.T) {
 	app := records.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}
 	mine, other := records.AttemptID{App: app, ID: 1}, records.AttemptID{App: app, ID: 2}
 	type c = records.Container
-	put := func(cs ...*c) {
-		t.Helper()
-		if err := s.Update(func(w *WriteTxn) error {
-			for _, c := range cs {
-				if err := w.PutContainer(c); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(cs ...*c) { t.Helper(); putContainers(t, s, cs...) }
 	id := func(at records.AttemptID, n int64) records.ContainerID {
 		return records.ContainerID{Attempt: at, ID: n}
 	}
@@ -407,4 +383,20 @@ func TestUndeliveredContainers(t *testing.T) {
 		&c{ID: id(mine, 3), State: records.ContainerComplete, Acquired: true, Reported: true},
 		&c{ID: id(mine, 1), State: records.ContainerComplete, Acquired: true})
 	check("2 completed, 3 reported, the AM's completed", nil, []int64{2})
+}
+
+// putContainers stores containers in one write, failing the test if it
+// is refused.
+func putContainers(t *testing.T, s *Store, cs ...*records.Container) {
+	t.Helper()
+	if err := s.Update(func(w *WriteTxn) error {
+		for _, c := range cs {
+			if err := w.PutContainer(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
