@@ -495,7 +495,7 @@ func putAttempt(w *schedstate.Txn, d *derived) error {
 		want[al.ID] = al
 	}
 	for _, al := range w.AllocationsOfApp(id) {
-		if d := want[al.ID]; d != nil && sameAllocation(al, d) {
+		if as := want[al.ID]; as != nil && sameAllocation(al, as) {
 			delete(want, al.ID) // held as derived
 			continue
 		}
@@ -503,8 +503,8 @@ func putAttempt(w *schedstate.Txn, d *derived) error {
 			return err
 		}
 	}
-	if !sameRequests(w.RequestsOfApp(id), d.requests) {
-		for _, r := range w.RequestsOfApp(id) {
+	if held := w.RequestsOfApp(id); !sameRequests(held, d.requests) {
+		for _, r := range held {
 			if err := w.RemoveRequest(r.ID); err != nil {
 				return err
 			}

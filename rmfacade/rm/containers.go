@@ -146,21 +146,13 @@ func roomOn(w *state.WriteTxn, node string, nowMs int64) records.Resource {
 // AcquireContainers hands an attempt's new containers to its AM: those not
 // yet acquired are marked so and returned, once.
 func (m *Manager) AcquireContainers(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, containersToAcquire, func(c *records.Container) { c.Acquired = true })
+	return m.takeContainers(id, containerReader.ContainersToAcquire, func(c *records.Container) { c.Acquired = true })
 }
 
 // TakeCompleted returns the attempt's containers that completed since the
 // last call, marking them reported.
 func (m *Manager) TakeCompleted(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, containersToReport, func(c *records.Container) { c.Reported, c.Acquired = true, true })
-}
-
-func containersToAcquire(r containerReader, id records.AttemptID) []*records.Container {
-	return r.ContainersToAcquire(id)
-}
-
-func containersToReport(r containerReader, id records.AttemptID) []*records.Container {
-	return r.ContainersToReport(id)
+	return m.takeContainers(id, containerReader.ContainersToReport, func(c *records.Container) { c.Reported, c.Acquired = true, true })
 }
 
 // containerReader is what takeContainers reads, in a snapshot or a write.
