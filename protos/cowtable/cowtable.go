@@ -247,3 +247,6 @@ func (t Table[T]) Delete(id string) error {
 	}
 	return nil
 }
+
+// ID returns obj's id in t.
+func (t Table[T]) ID(obj *T) string { return t.id(obj) }
