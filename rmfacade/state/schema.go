@@ -1,6 +1,6 @@
-// Package state is the ResourceManager's state store: go-memdb tables with
-// explicit indexes, one writer at a time, and consistent snapshots for
-// readers. Tables marked durable are written to a Durable backend before a
+// Package state is the ResourceManager's state store: tables of
+// copy-on-write B-trees (protos/cowtable) with explicit indexes, one
+// writer at a time, and consistent snapshots for readers. Tables marked durable are written to a Durable backend before a
 // write transaction commits, so whatever a caller was told succeeded
 // survives a restart.
 package state
@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	memdb "github.com/hashicorp/go-memdb"
-
-	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/cowtable"
 	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
@@ -32,42 +30,79 @@ var durableTables = map[string]func() any{
 	TableTokens:       func() any { return &records.DelegationToken{} },
 }
 
-func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		TableApplications: {Name: TableApplications, Indexes: map[string]*memdb.IndexSchema{
-			"id":    {Name: "id", Unique: true, Indexer: memkey.Index(func(a *records.Application) string { return a.Key() })},
-			"state": {Name: "state", Indexer: memkey.Index(func(a *records.Application) string { return string(a.State) })},
-			"queue": {Name: "queue", Indexer: memkey.Index(func(a *records.Application) string { return a.Queue })},
-			"user":  {Name: "user", Indexer: memkey.Index(func(a *records.Application) string { return a.User })},
-			"type":  {Name: "type", Indexer: memkey.Index(func(a *records.Application) string { return strings.ToLower(a.Type) })},
-			"tag":   {Name: "tag", AllowMissing: true, Indexer: memkey.MultiIndex(func(a *records.Application) []string { return a.Tags })},
-			// completed holds only the applications in a final state, in
-			// the order they completed: retention removes from its front.
-			"completed": {Name: "completed", AllowMissing: true, Indexer: memkey.Index(completedKey)},
-		}},
-		TableAttempts: {Name: TableAttempts, Indexes: map[string]*memdb.IndexSchema{
-			"id":  {Name: "id", Unique: true, Indexer: memkey.Index(func(a *records.Attempt) string { return a.Key() })},
-			"app": {Name: "app", Indexer: memkey.Index(func(a *records.Attempt) string { return a.ID.App.String() })},
-		}},
-		TableContainers: {Name: TableContainers, Indexes: map[string]*memdb.IndexSchema{
-			"id":      {Name: "id", Unique: true, Indexer: memkey.Index(func(c *records.Container) string { return c.Key() })},
-			"attempt": {Name: "attempt", Indexer: memkey.Index(func(c *records.Container) string { return c.ID.Attempt.String() })},
-			"node":    {Name: "node", AllowMissing: true, Indexer: memkey.Index(func(c *records.Container) string { return c.Node })},
-			// Live containers under a preemption notice, whose deadline each
-			// scheduling cycle checks: a handful among 100,000.
-			"preempting": {Name: "preempting", AllowMissing: true, Indexer: memkey.Index(preemptingKey)},
-			// Containers an AM has yet to be told of, by attempt: each of
-			// its heartbeats asks, and most find none.
-			"undelivered": {Name: "undelivered", AllowMissing: true, Indexer: memkey.Index(undeliveredKey)},
-		}},
-		TableTokens: {Name: TableTokens, Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: memkey.Index(func(t *records.DelegationToken) string { return t.Key() })},
-		}},
-		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
-			"id":    {Name: "id", Unique: true, Indexer: memkey.Index(func(n *records.Node) string { return n.ID })},
-			"state": {Name: "state", Indexer: memkey.Index(func(n *records.Node) string { return string(n.State) })},
-		}},
-	}}
+// Secondary index positions, per table (cowtable.Index order in newDB).
+const (
+	appsByState = iota
+	appsByQueue
+	appsByUser
+	appsByType
+	appsByTag
+	// appsCompleted holds only the applications in a final state, in the
+	// order they completed: retention removes from its front.
+	appsCompleted
+)
+
+const attemptsByApp = 0
+
+const (
+	containersByAttempt = iota
+	containersByNode
+	// containersPreempting holds the live containers under a preemption
+	// notice, whose deadline each scheduling cycle checks: a handful among
+	// 100,000.
+	containersPreempting
+	// containersUndelivered holds the containers an AM has yet to be told
+	// of, by attempt: each of its heartbeats asks, and most find none.
+	containersUndelivered
+)
+
+const nodesByState = 0
+
+// db is one version of the store's tables. A published db is never
+// written; a write transaction clones it and publishes the clone.
+type db struct {
+	apps       cowtable.Table[records.Application]
+	attempts   cowtable.Table[records.Attempt]
+	containers cowtable.Table[records.Container]
+	tokens     cowtable.Table[records.DelegationToken]
+	nodes      cowtable.Table[records.Node]
+	// nodesChanged is closed by the commit of the first later version
+	// that changes a node; versions that share their nodes share it.
+	nodesChanged chan struct{}
+}
+
+// newDB returns empty tables. Indexes without AllowMissing refuse an
+// object without a key for them, as the go-memdb schema this replaced did.
+func newDB() *db {
+	type (
+		app       = records.Application
+		container = records.Container
+	)
+	return &db{
+		apps: cowtable.New(TableApplications, (*app).Key,
+			cowtable.Index[app]{Name: "state", Key: func(a *app) string { return string(a.State) }},
+			cowtable.Index[app]{Name: "queue", Key: func(a *app) string { return a.Queue }},
+			cowtable.Index[app]{Name: "user", Key: func(a *app) string { return a.User }},
+			cowtable.Index[app]{Name: "type", Key: func(a *app) string { return strings.ToLower(a.Type) }},
+			cowtable.Index[app]{Name: "tag", Keys: func(a *app) []string { return a.Tags }, AllowMissing: true},
+			cowtable.Index[app]{Name: "completed", Key: completedKey, AllowMissing: true}),
+		attempts: cowtable.New(TableAttempts, (*records.Attempt).Key,
+			cowtable.Index[records.Attempt]{Name: "app", Key: func(a *records.Attempt) string { return a.ID.App.String() }}),
+		containers: cowtable.New(TableContainers, (*container).Key,
+			cowtable.Index[container]{Name: "attempt", Key: func(c *container) string { return c.ID.Attempt.String() }},
+			cowtable.Index[container]{Name: "node", Key: func(c *container) string { return c.Node }, AllowMissing: true},
+			cowtable.Index[container]{Name: "preempting", Key: preemptingKey, AllowMissing: true},
+			cowtable.Index[container]{Name: "undelivered", Key: undeliveredKey, AllowMissing: true}),
+		tokens:       cowtable.New(TableTokens, (*records.DelegationToken).Key),
+		nodes:        cowtable.New(TableNodes, (*records.Node).Key, cowtable.Index[records.Node]{Name: "state", Key: func(n *records.Node) string { return string(n.State) }}),
+		nodesChanged: make(chan struct{}),
+	}
+}
+
+// clone returns a version of d for a write transaction.
+func (d *db) clone() *db {
+	return &db{apps: d.apps.Clone(), attempts: d.attempts.Clone(), containers: d.containers.Clone(),
+		tokens: d.tokens.Clone(), nodes: d.nodes.Clone(), nodesChanged: d.nodesChanged}
 }
 
 // completedKey orders a completed application by when it completed: its

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	memdb "github.com/hashicorp/go-memdb"
+	"sync/atomic"
 
-	"github.com/weft-sh/weft/protos/memkey"
+	"github.com/weft-sh/weft/protos/cowtable"
 	"github.com/weft-sh/weft/protos/yarn/records"
 )
 
@@ -32,9 +32,10 @@ type Durable interface {
 
 // Store holds the ResourceManager's state.
 type Store struct {
-	db      *memdb.MemDB
+	// cur is the latest published version.
+	cur     atomic.Pointer[db]
 	durable Durable
-	// writeMu makes the durable commit and the memdb commit one step, so
+	// writeMu makes the durable commit and the publication one step, so
 	// the order of durable writes is the order readers observe.
 	writeMu sync.Mutex
 	// watchers are told of every committed write (Subscribe), under
@@ -76,14 +77,9 @@ func (s *Store) Subscribe(fn func(*Snapshot, []Change)) (cancel func()) {
 
 // Open builds a store from what durable holds.
 func Open(durable Durable) (*Store, error) {
-	db, err := memdb.NewMemDB(schema())
-	if err != nil {
-		return nil, fmt.Errorf("state: schema: %w", err)
-	}
-	s := &Store{db: db, durable: durable}
-	tx := db.Txn(true)
-	defer tx.Abort()
-	err = durable.Load(func(table, key string, value []byte) error {
+	s := &Store{durable: durable}
+	w := &WriteTxn{reader: reader{db: newDB()}}
+	err := durable.Load(func(table, key string, value []byte) error {
 		newObj, ok := durableTables[table]
 		if !ok {
 			return fmt.Errorf("state: stored record %s/%s: unknown table", table, key)
@@ -92,12 +88,12 @@ func Open(durable Durable) (*Store, error) {
 		if err := json.Unmarshal(value, obj); err != nil {
 			return fmt.Errorf("state: stored record %s/%s: %w", table, key, err)
 		}
-		return tx.Insert(table, obj)
+		return w.insert(table, key, obj)
 	})
 	if err != nil {
 		return nil, err
 	}
-	tx.Commit()
+	s.cur.Store(w.db)
 	return s, nil
 }
 
@@ -106,7 +102,7 @@ func (s *Store) Close() error { return s.durable.Close() }
 
 // Snapshot returns a consistent read-only view. It never blocks writers.
 func (s *Store) Snapshot() *Snapshot {
-	return &Snapshot{reader{tx: s.db.Txn(false)}}
+	return &Snapshot{reader{db: s.cur.Load()}}
 }
 
 // Update runs fn in the single write transaction. The changes become
@@ -115,11 +111,8 @@ func (s *Store) Snapshot() *Snapshot {
 func (s *Store) Update(fn func(*WriteTxn) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	w := &WriteTxn{reader: reader{tx: s.db.Txn(true)}}
-	defer w.tx.Abort()
-	if len(s.watchers) > 0 {
-		w.tx.TrackChanges()
-	}
+	cur := s.cur.Load()
+	w := &WriteTxn{reader: reader{db: cur.clone()}, track: len(s.watchers) > 0}
 	if err := fn(w); err != nil {
 		return err
 	}
@@ -128,15 +121,17 @@ func (s *Store) Update(fn func(*WriteTxn) error) error {
 			return fmt.Errorf("state: persist: %w", err)
 		}
 	}
-	w.tx.Commit()
-	if changes := w.tx.Changes(); len(changes) > 0 && len(s.watchers) > 0 {
-		out := make([]Change, len(changes))
-		for i, c := range changes {
-			out[i] = Change{Table: c.Table, Before: c.Before, After: c.After}
-		}
+	if w.nodesWritten {
+		w.db.nodesChanged = make(chan struct{})
+	}
+	s.cur.Store(w.db)
+	if w.nodesWritten {
+		close(cur.nodesChanged) // after the publication, so that a woken reader sees it
+	}
+	if changes := w.changes(); len(changes) > 0 && len(s.watchers) > 0 {
 		snap := s.Snapshot()
 		for _, fn := range s.watchers {
-			fn(snap, out)
+			fn(snap, changes)
 		}
 	}
 	return nil
@@ -151,11 +146,104 @@ type Snapshot struct{ reader }
 type WriteTxn struct {
 	reader
 	ops []Op
+	// track records the writes as Changes, for subscribers.
+	track   bool
+	written []written
+	// nodesWritten is whether a node was inserted, replaced or deleted.
+	nodesWritten bool
+}
+
+// written is one write of a record, in the order of the transaction's
+// writes.
+type written struct {
+	table, key string
+	change     Change
+}
+
+// changes returns what the transaction changed, a record written several
+// times once, at the place of its last write, with the value it had
+// before the transaction (as go-memdb's Txn.Changes did): a record
+// inserted then deleted is no change.
+func (w *WriteTxn) changes() []Change {
+	type id struct{ table, key string }
+	first, last := map[id]any{}, map[id]int{}
+	for i, c := range w.written {
+		k := id{c.table, c.key}
+		if _, ok := last[k]; !ok {
+			first[k] = c.change.Before
+		}
+		last[k] = i
+	}
+	var out []Change
+	for i, c := range w.written {
+		k := id{c.table, c.key}
+		if last[k] != i {
+			continue
+		}
+		c.change.Before = first[k]
+		if c.change.Before == nil && c.change.After == nil {
+			continue
+		}
+		out = append(out, c.change)
+	}
+	return out
+}
+
+// insert writes obj to its table, recording the change.
+func (w *WriteTxn) insert(table, key string, obj any) error {
+	var err error
+	var before any
+	switch o := obj.(type) {
+	case *records.Application:
+		before, err = insert(w.db.apps, o)
+	case *records.Attempt:
+		before, err = insert(w.db.attempts, o)
+	case *records.Container:
+		before, err = insert(w.db.containers, o)
+	case *records.DelegationToken:
+		before, err = insert(w.db.tokens, o)
+	case *records.Node:
+		before, err = insert(w.db.nodes, o)
+		w.nodesWritten = true
+	default:
+		err = fmt.Errorf("unexpected %T", obj)
+	}
+	if err != nil {
+		return fmt.Errorf("state: insert %s/%s: %w", table, key, err)
+	}
+	if w.track {
+		w.written = append(w.written, written{table, key, Change{Table: table, Before: before, After: obj}})
+	}
+	return nil
+}
+
+// insert puts obj into tb and returns the record it replaced, as an any
+// that is nil (not a nil *T) when there was none.
+func insert[T any](tb cowtable.Table[T], obj *T) (any, error) {
+	old := tb.Get(tb.ID(obj))
+	if err := tb.Insert(obj); err != nil {
+		return nil, err
+	}
+	if old == nil {
+		return nil, nil
+	}
+	return old, nil
+}
+
+// remove deletes the record with key from tb and returns it, or nil (an
+// untyped nil) when tb has none.
+func remove[T any](tb cowtable.Table[T], key string) any {
+	old := tb.Get(key)
+	if old == nil {
+		return nil
+	}
+	_ = tb.Delete(key) // held, so found
+	return old
 }
 
 func (w *WriteTxn) put(table, key string, obj any) error {
-	if err := w.tx.Insert(table, obj); err != nil {
-		return fmt.Errorf("state: insert %s/%s: %w", table, key, err)
+	if err := w.insert(table, key, obj); err != nil {
+		return err
 	}
 	if _, ok := durableTables[table]; ok {
 		b, err := json.Marshal(obj)
@@ -167,13 +255,30 @@ func (w *WriteTxn) put(table, key string, obj any) error {
 	return nil
 }
 
+// delete removes the record with key from table; a missing one is no
+// error (nor a change).
 func (w *WriteTxn) delete(table, key string) error {
-	obj, err := w.tx.First(table, "id", key)
-	if err != nil || obj == nil {
-		return err
+	var old any
+	switch table {
+	case TableApplications:
+		old = remove(w.db.apps, key)
+	case TableAttempts:
+		old = remove(w.db.attempts, key)
+	case TableContainers:
+		old = remove(w.db.containers, key)
+	case TableTokens:
+		old = remove(w.db.tokens, key)
+	case TableNodes:
+		old = remove(w.db.nodes, key)
+		w.nodesWritten = w.nodesWritten || old != nil
+	default:
+		return fmt.Errorf("state: delete %s/%s: unknown table", table, key)
 	}
-	if err := w.tx.Delete(table, obj); err != nil {
-		return fmt.Errorf("state: delete %s/%s: %w", table, key, err)
+	if old == nil {
+		return nil
+	}
+	if w.track {
+		w.written = append(w.written, written{table, key, Change{Table: table, Before: old}})
 	}
 	if _, ok := durableTables[table]; ok {
 		w.ops = append(w.ops, Op{Table: table, Key: key})
@@ -231,19 +336,21 @@ func (w *WriteTxn) DeleteApplication(id records.ApplicationID) error {
 }
 
 // reader holds the queries shared by snapshots and write transactions.
-type reader struct{ tx *memdb.Txn }
+type reader struct{ db *db }
 
-func first[T any](r reader, table, index, key string) *T {
-	return memkey.First[T](r.tx, table, index, key)
-}
-
-func all[T any](r reader, table, index string, args ...any) []*T {
-	return memkey.All[T](r.tx, table, index, args...)
+// scan returns what a scan of a table or index passes on.
+func scan[T any](ascend func(string, func(*T) bool), prefix string) []*T {
+	var out []*T
+	ascend(prefix, func(o *T) bool {
+		out = append(out, o)
+		return true
+	})
+	return out
 }
 
 // Application returns the application with the given id, or nil.
 func (r reader) Application(id records.ApplicationID) *records.Application {
-	return first[records.Application](r, TableApplications, "id", id.String())
+	return r.db.apps.Get(id.String())
 }
 
 // ApplicationFilter selects applications as YARN's GetApplicationsRequest
@@ -267,18 +374,18 @@ func (r reader) Applications(f ApplicationFilter) []*records.Application {
 	switch {
 	case len(f.States) > 0:
 		for _, s := range f.States {
-			candidates = append(candidates, all[records.Application](r, TableApplications, "state", string(s))...)
+			candidates = append(candidates, r.db.apps.By(appsByState, string(s))...)
 		}
 	case len(f.Queues) > 0:
 		for _, q := range f.Queues {
-			candidates = append(candidates, all[records.Application](r, TableApplications, "queue", q)...)
+			candidates = append(candidates, r.db.apps.By(appsByQueue, q)...)
 		}
 	case len(f.Users) > 0:
 		for _, u := range f.Users {
-			candidates = append(candidates, all[records.Application](r, TableApplications, "user", u)...)
+			candidates = append(candidates, r.db.apps.By(appsByUser, u)...)
 		}
 	default:
-		candidates = all[records.Application](r, TableApplications, "id")
+		candidates = r.db.apps.All()
 	}
 	out := candidates[:0:0]
 	for _, a := range candidates {
@@ -329,72 +436,66 @@ func (f ApplicationFilter) matches(a *records.Application) bool {
 // first: by finish time, and by id among those that finished within one
 // millisecond.
 func (r reader) CompletedApplications() []*records.Application {
-	return all[records.Application](r, TableApplications, "completed")
+	return scan(func(p string, fn func(*records.Application) bool) { r.db.apps.AscendBy(appsCompleted, p, fn) }, "")
 }
 
 // Attempt returns the attempt with the given id, or nil.
 func (r reader) Attempt(id records.AttemptID) *records.Attempt {
-	return first[records.Attempt](r, TableAttempts, "id", id.String())
+	return r.db.attempts.Get(id.String())
 }
 
 // AttemptsOf returns an application's attempts in id order.
 func (r reader) AttemptsOf(app records.ApplicationID) []*records.Attempt {
-	out := all[records.Attempt](r, TableAttempts, "app", app.String())
+	out := r.db.attempts.By(attemptsByApp, app.String())
 	slices.SortFunc(out, func(a, b *records.Attempt) int { return cmp.Compare(a.ID.ID, b.ID.ID) })
 	return out
 }
 
 // Container returns the container with the given id, or nil.
 func (r reader) Container(id records.ContainerID) *records.Container {
-	return first[records.Container](r, TableContainers, "id", id.String())
+	return r.db.containers.Get(id.String())
 }
 
 // ContainersOfAttempt returns an attempt's containers in id order.
 func (r reader) ContainersOfAttempt(id records.AttemptID) []*records.Container {
-	return sortContainers(all[records.Container](r, TableContainers, "attempt", id.String()))
+	return sortContainers(r.db.containers.By(containersByAttempt, id.String()))
 }
 
 // ContainersOfApp returns all containers of an application in id order.
 func (r reader) ContainersOfApp(id records.ApplicationID) []*records.Container {
 	// By the prefix its attempts' ids share: an index of their own would
 	// hold an entry for each of 100,000 containers for a few listings.
-	return sortContainers(all[records.Container](r, TableContainers, "attempt_prefix", id.AttemptPrefix()))
+	return sortContainers(scan(func(p string, fn func(*records.Container) bool) { r.db.containers.AscendBy(containersByAttempt, p, fn) }, id.AttemptPrefix()))
 }
 
 // NodesChanged returns a channel closed at the first write after this
 // snapshot that changes any node: what is derived from all nodes can be
 // kept until then.
 func (r reader) NodesChanged() <-chan struct{} {
-	it, err := r.tx.Get(TableNodes, "id")
-	if err != nil {
-		closed := make(chan struct{})
-		close(closed)
-		return closed
-	}
-	return it.WatchCh()
+	return r.db.nodesChanged
 }
 
 // ContainersToAcquire returns an attempt's containers to hand to its AM
 // (records.Container.ToAcquire), in id order.
 func (r reader) ContainersToAcquire(id records.AttemptID) []*records.Container {
-	return sortContainers(all[records.Container](r, TableContainers, "undelivered", undelivered(id, toAcquire)))
+	return sortContainers(r.db.containers.By(containersUndelivered, undelivered(id, toAcquire)))
 }
 
 // ContainersToReport returns an attempt's completed containers its AM
 // has yet to hear of (records.Container.ToReport), in id order.
 func (r reader) ContainersToReport(id records.AttemptID) []*records.Container {
-	return sortContainers(all[records.Container](r, TableContainers, "undelivered", undelivered(id, toReport)))
+	return sortContainers(r.db.containers.By(containersUndelivered, undelivered(id, toReport)))
 }
 
 // PreemptingContainers returns the live containers under a preemption
 // notice (PreemptDeadline set, not complete).
 func (r reader) PreemptingContainers() []*records.Container {
-	return all[records.Container](r, TableContainers, "preempting", "notified")
+	return r.db.containers.By(containersPreempting, "notified")
 }
 
 // ContainersOnNode returns the containers placed on a node, any state.
 func (r reader) ContainersOnNode(node string) []*records.Container {
-	return all[records.Container](r, TableContainers, "node", node)
+	return r.db.containers.By(containersByNode, node)
 }
 
 // ContainersByApp returns every container, grouped by application and in
@@ -402,7 +503,7 @@ func (r reader) ContainersOnNode(node string) []*records.Container {
 // the table costs less than a lookup per application.
 func (r reader) ContainersByApp() map[records.ApplicationID][]*records.Container {
 	out := map[records.ApplicationID][]*records.Container{}
-	for _, c := range all[records.Container](r, TableContainers, "id") {
+	for _, c := range r.db.containers.All() {
 		out[c.ID.Attempt.App] = append(out[c.ID.Attempt.App], c)
 	}
 	for _, cs := range out {
@@ -423,25 +524,25 @@ func sortContainers(cs []*records.Container) []*records.Container {
 
 // Token returns the delegation token with the given sequence number, or nil.
 func (r reader) Token(seq int32) *records.DelegationToken {
-	return first[records.DelegationToken](r, TableTokens, "id", (&records.DelegationToken{Sequence: seq}).Key())
+	return r.db.tokens.Get((&records.DelegationToken{Sequence: seq}).Key())
 }
 
 // Tokens returns all delegation tokens in sequence order.
 func (r reader) Tokens() []*records.DelegationToken {
-	return all[records.DelegationToken](r, TableTokens, "id")
+	return r.db.tokens.All()
 }
 
 // Node returns the node with the given id, or nil.
-func (r reader) Node(id string) *records.Node { return first[records.Node](r, TableNodes, "id", id) }
+func (r reader) Node(id string) *records.Node { return r.db.nodes.Get(id) }
 
 // Nodes returns the nodes in the given states (all when none), by id.
 func (r reader) Nodes(states ...records.NodeState) []*records.Node {
 	var out []*records.Node
 	if len(states) == 0 {
-		out = all[records.Node](r, TableNodes, "id")
+		out = r.db.nodes.All()
 	}
 	for _, s := range states {
-		out = append(out, all[records.Node](r, TableNodes, "state", string(s))...)
+		out = append(out, r.db.nodes.By(nodesByState, string(s))...)
 	}
 	slices.SortFunc(out, func(a, b *records.Node) int { return strings.Compare(a.ID, b.ID) })
 	return out

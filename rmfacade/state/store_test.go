@@ -400,3 +400,104 @@ func putContainers(t *testing.T, s *Store, cs ...*records.Container) {
 		t.Fatal(err)
 	}
 }
+
+// NodesChanged is closed by the first committed write that changes a
+// node after the snapshot, and only by such a write.
+func TestNodesChanged(t *testing.T) {
+	node := &records.Node{ID: "n:8041", State: records.NodeRunning}
+	cases := []struct {
+		name   string
+		before func(*WriteTxn) error // sets up the state the snapshot sees
+		write  func(*WriteTxn) error
+		closed bool
+	}{
+		{"an application write", nil, func(w *WriteTxn) error {
+			return w.PutApplication(app(1, records.AppRunning, "default", "alice", "YARN"))
+		}, false},
+		{"a node put", nil, func(w *WriteTxn) error { return w.PutNode(node) }, true},
+		{"a node deleted", func(w *WriteTxn) error { return w.PutNode(node) },
+			func(w *WriteTxn) error { return w.DeleteNode(node.ID) }, true},
+		{"a missing node deleted", nil, func(w *WriteTxn) error { return w.DeleteNode(node.ID) }, false},
+		{"a failed node put", nil, func(w *WriteTxn) error {
+			if err := w.PutNode(node); err != nil {
+				return err
+			}
+			return errors.New("refused")
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := OpenMemory()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.before != nil {
+				if err := s.Update(c.before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ch := s.Snapshot().NodesChanged()
+			_ = s.Update(c.write)
+			if got := isClosed(ch); got != c.closed {
+				t.Errorf("closed %v, want %v", got, c.closed)
+			}
+			if isClosed(s.Snapshot().NodesChanged()) {
+				t.Errorf("the latest snapshot's channel is closed")
+			}
+		})
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// A subscriber's changes hold a record's value before the transaction and
+// after its last write; a record inserted and deleted in one transaction
+// is no change.
+func TestSubscribeChangeValues(t *testing.T) {
+	s, err := OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Change
+	s.Subscribe(func(_ *Snapshot, changes []Change) { got = changes })
+	a1 := app(1, records.AppAccepted, "default", "alice", "YARN")
+	a2 := app(1, records.AppRunning, "default", "alice", "YARN")
+	a3 := app(1, records.AppFinished, "default", "alice", "YARN")
+	if err := s.Update(func(w *WriteTxn) error { return w.PutApplication(a1) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Before != nil || got[0].After != a1 {
+		t.Fatalf("insert: %+v", got)
+	}
+	err = s.Update(func(w *WriteTxn) error {
+		if err := w.PutApplication(a2); err != nil {
+			return err
+		}
+		if err := w.PutNode(&records.Node{ID: "n:8041", State: records.NodeRunning}); err != nil {
+			return err
+		}
+		if err := w.DeleteNode("n:8041"); err != nil {
+			return err
+		}
+		return w.PutApplication(a3)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Table != TableApplications || got[0].Before != a1 || got[0].After != a3 {
+		t.Fatalf("two writes and a node come and gone: %+v", got)
+	}
+	if err := s.Update(func(w *WriteTxn) error { return w.DeleteApplication(a3.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Before != a3 || got[0].After != nil {
+		t.Fatalf("delete: %+v", got)
+	}
+}

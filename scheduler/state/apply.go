@@ -206,14 +206,14 @@ func (a *applier) unit(u objects.Unit) string {
 		row.Pending.SubInPlace(total)
 	}
 	for i, r := range reqs {
-		if err := a.db.requests.delete(r); err != nil {
+		if err := a.db.requests.Delete(r.ID); err != nil {
 			return "store: " + err.Error()
 		}
 		// The node's and the application's own id strings, so that the
 		// allocation holds no copy of either.
 		al := &objects.Allocation{ID: r.ID, AppID: app.ID, Queue: r.Queue, NodeID: a.nodes[u.Placements[i].NodeID].ID,
 			Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index}
-		if err := a.db.allocations.insert(al); err != nil {
+		if err := a.db.allocations.Insert(al); err != nil {
 			return "store: " + err.Error()
 		}
 	}
@@ -238,7 +238,7 @@ func (a *applier) preempt(p objects.Preemption) (bool, error) {
 	c := *al
 	c.Preempting = true
 	c.ModifyIndex = a.index
-	return true, a.db.allocations.insert(&c)
+	return true, a.db.allocations.Insert(&c)
 }
 
 // Reclaimable reports whether victim may be taken from a queue that uses
@@ -272,7 +272,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		n.ModifyIndex = a.index
-		if err := a.db.nodes.insert(n); err != nil {
+		if err := a.db.nodes.Insert(n); err != nil {
 			return err
 		}
 	}
@@ -281,7 +281,7 @@ func (a *applier) flush() error {
 			continue
 		}
 		q.ModifyIndex = a.index
-		if err := a.db.queues.insert(q); err != nil {
+		if err := a.db.queues.Insert(q); err != nil {
 			return err
 		}
 	}

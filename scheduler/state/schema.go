@@ -5,7 +5,10 @@
 // then.
 package state
 
-import "github.com/weft-sh/weft/scheduler/objects"
+import (
+	"github.com/weft-sh/weft/protos/cowtable"
+	"github.com/weft-sh/weft/scheduler/objects"
+)
 
 // Secondary index positions, per table.
 const (
@@ -28,29 +31,29 @@ const (
 type db struct {
 	// index is the store index of the last write this version contains.
 	index       uint64
-	nodes       table[objects.Node]
-	apps        table[objects.Application]
-	requests    table[objects.Request]
-	allocations table[objects.Allocation]
-	queues      table[objects.QueueUsage]
+	nodes       cowtable.Table[objects.Node]
+	apps        cowtable.Table[objects.Application]
+	requests    cowtable.Table[objects.Request]
+	allocations cowtable.Table[objects.Allocation]
+	queues      cowtable.Table[objects.QueueUsage]
 }
 
 func newDB() *db {
 	return &db{
-		nodes: newTable("node", func(n *objects.Node) string { return n.ID }),
-		apps: newTable("application", func(a *objects.Application) string { return a.ID },
-			index[objects.Application]{"queue", func(a *objects.Application) string { return a.Queue }}),
-		requests: newTable("request", func(r *objects.Request) string { return r.ID },
-			index[objects.Request]{"app", func(r *objects.Request) string { return r.AppID }}),
-		allocations: newTable("allocation", func(a *objects.Allocation) string { return a.ID },
-			index[objects.Allocation]{"app", func(a *objects.Allocation) string { return a.AppID }},
-			index[objects.Allocation]{"node", func(a *objects.Allocation) string { return a.NodeID }}),
-		queues: newTable("queue", func(q *objects.QueueUsage) string { return q.Path }),
+		nodes: cowtable.New("node", func(n *objects.Node) string { return n.ID }),
+		apps: cowtable.New("application", func(a *objects.Application) string { return a.ID },
+			cowtable.Index[objects.Application]{Name: "queue", Key: func(a *objects.Application) string { return a.Queue }}),
+		requests: cowtable.New("request", func(r *objects.Request) string { return r.ID },
+			cowtable.Index[objects.Request]{Name: "app", Key: func(r *objects.Request) string { return r.AppID }}),
+		allocations: cowtable.New("allocation", func(a *objects.Allocation) string { return a.ID },
+			cowtable.Index[objects.Allocation]{Name: "app", Key: func(a *objects.Allocation) string { return a.AppID }},
+			cowtable.Index[objects.Allocation]{Name: "node", Key: func(a *objects.Allocation) string { return a.NodeID }}),
+		queues: cowtable.New("queue", func(q *objects.QueueUsage) string { return q.Path }),
 	}
 }
 
 // clone returns a version of d for a write transaction.
 func (d *db) clone() *db {
-	return &db{index: d.index, nodes: d.nodes.clone(), apps: d.apps.clone(), requests: d.requests.clone(),
-		allocations: d.allocations.clone(), queues: d.queues.clone()}
+	return &db{index: d.index, nodes: d.nodes.Clone(), apps: d.apps.Clone(), requests: d.requests.Clone(),
+		allocations: d.allocations.Clone(), queues: d.queues.Clone()}
 }

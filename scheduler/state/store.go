@@ -7,12 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/weft-sh/weft/protos/cowtable"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
 
-// ErrNotFound is wrapped by writes that name a missing object.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is wrapped by writes that name a missing object. It is the
+// tables' own, so that a delete a check missed is one too.
+var ErrNotFound = cowtable.ErrNotFound
 
 // Store holds the scheduler's state. All writes go through Update or
 // ApplyPlan, one at a time; reads go through snapshots and never block.
@@ -35,7 +37,7 @@ func New(h *quota.Hierarchy) (*Store, error) {
 	s.queue.Store(h)
 	d := newDB()
 	for _, p := range h.Paths() {
-		if err := d.queues.insert(&objects.QueueUsage{Path: p, ModifyIndex: 1}); err != nil {
+		if err := d.queues.Insert(&objects.QueueUsage{Path: p, ModifyIndex: 1}); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +126,7 @@ func (w *Txn) UpsertNode(n *objects.Node) error {
 		c.Allocated, c.Releasing = old.Allocated, old.Releasing
 	}
 	c.ModifyIndex = w.index
-	return w.db.nodes.insert(&c)
+	return w.db.nodes.Insert(&c)
 }
 
 // DeleteNode removes a node. Its allocations go with it: pods on a lost
@@ -139,7 +141,7 @@ func (w *Txn) DeleteNode(id string) error {
 			return err
 		}
 	}
-	return w.db.nodes.delete(w.Node(id))
+	return w.db.nodes.Delete(id)
 }
 
 // UpsertApplication inserts or replaces an application. Its queue must be
@@ -158,7 +160,7 @@ func (w *Txn) UpsertApplication(a *objects.Application) error {
 	}
 	c := *a
 	c.ModifyIndex = w.index
-	return w.db.apps.insert(&c)
+	return w.db.apps.Insert(&c)
 }
 
 // DeleteApplication removes an application with its requests and
@@ -178,7 +180,7 @@ func (w *Txn) DeleteApplication(id string) error {
 			return err
 		}
 	}
-	return w.db.apps.delete(a)
+	return w.db.apps.Delete(a.ID)
 }
 
 // AddRequest adds a pending pod to its application.
@@ -200,7 +202,7 @@ func (w *Txn) AddRequest(r *objects.Request) error {
 	c.AppID, c.Queue = a.ID, a.Queue
 	c.Resource = r.Resource.Clone()
 	c.CreateIndex = w.index
-	if err := w.db.requests.insert(&c); err != nil {
+	if err := w.db.requests.Insert(&c); err != nil {
 		return err
 	}
 	return w.chargeQueue(a.Queue, quota.Resource{}, c.Resource)
@@ -212,7 +214,7 @@ func (w *Txn) RemoveRequest(id string) error {
 	if r == nil {
 		return fmt.Errorf("state: request %q: %w", id, ErrNotFound)
 	}
-	if err := w.db.requests.delete(r); err != nil {
+	if err := w.db.requests.Delete(r.ID); err != nil {
 		return err
 	}
 	return w.chargeQueue(r.Queue, quota.Resource{}, quota.Resource{}.Sub(r.Resource))
@@ -243,7 +245,7 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 	c.AppID, c.NodeID = a.ID, n.ID
 	c.Queue, c.Resource = a.Queue, al.Resource.Clone()
 	c.CreateIndex, c.ModifyIndex = w.index, w.index
-	if err := w.db.allocations.insert(&c); err != nil {
+	if err := w.db.allocations.Insert(&c); err != nil {
 		return err
 	}
 	nc := *n
@@ -254,7 +256,7 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 		nc.Releasing = n.Releasing.Add(c.Resource)
 	}
 	nc.ModifyIndex = w.index
-	if err := w.db.nodes.insert(&nc); err != nil {
+	if err := w.db.nodes.Insert(&nc); err != nil {
 		return err
 	}
 	if c.Preempting {
@@ -272,7 +274,7 @@ func (w *Txn) ReleaseAllocation(id string) error {
 	if a == nil {
 		return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
 	}
-	if err := w.db.allocations.delete(a); err != nil {
+	if err := w.db.allocations.Delete(a.ID); err != nil {
 		return err
 	}
 	if n := w.Node(a.NodeID); n != nil {
@@ -282,7 +284,7 @@ func (w *Txn) ReleaseAllocation(id string) error {
 			c.Releasing = n.Releasing.Sub(a.Resource)
 		}
 		c.ModifyIndex = w.index
-		if err := w.db.nodes.insert(&c); err != nil {
+		if err := w.db.nodes.Insert(&c); err != nil {
 			return err
 		}
 	}
@@ -304,7 +306,7 @@ func (w *Txn) releasingQueue(leaf string, delta quota.Resource) error {
 	c := *q
 	c.Releasing = q.Releasing.Add(delta)
 	c.ModifyIndex = w.index
-	return w.db.queues.insert(&c)
+	return w.db.queues.Insert(&c)
 }
 
 // chargeQueue adds used and pending deltas to a queue and its ancestors.
@@ -318,7 +320,7 @@ func (w *Txn) chargeQueue(leaf string, used, pending quota.Resource) error {
 		c.Used = q.Used.Add(used)
 		c.Pending = q.Pending.Add(pending)
 		c.ModifyIndex = w.index
-		if err := w.db.queues.insert(&c); err != nil {
+		if err := w.db.queues.Insert(&c); err != nil {
 			return err
 		}
 	}
@@ -338,42 +340,42 @@ func (r reader) Index() uint64 { return r.db.index }
 func (r reader) Hierarchy() *quota.Hierarchy { return r.queue }
 
 // Node returns a node or nil.
-func (r reader) Node(id string) *objects.Node { return r.db.nodes.get(id) }
+func (r reader) Node(id string) *objects.Node { return r.db.nodes.Get(id) }
 
 // Nodes returns every node in id order.
-func (r reader) Nodes() []*objects.Node { return r.db.nodes.all() }
+func (r reader) Nodes() []*objects.Node { return r.db.nodes.All() }
 
 // Application returns an application or nil.
-func (r reader) Application(id string) *objects.Application { return r.db.apps.get(id) }
+func (r reader) Application(id string) *objects.Application { return r.db.apps.Get(id) }
 
 // ApplicationsInQueue returns a leaf queue's applications in id order.
 func (r reader) ApplicationsInQueue(queue string) []*objects.Application {
-	return r.db.apps.allBy(appsByQueue, queue)
+	return r.db.apps.By(appsByQueue, queue)
 }
 
 // Request returns a pending request or nil.
-func (r reader) Request(id string) *objects.Request { return r.db.requests.get(id) }
+func (r reader) Request(id string) *objects.Request { return r.db.requests.Get(id) }
 
 // RequestsOfApp returns an application's pending requests in id order.
 func (r reader) RequestsOfApp(app string) []*objects.Request {
-	return r.db.requests.allBy(requestsByApp, app)
+	return r.db.requests.By(requestsByApp, app)
 }
 
 // Allocation returns an allocation or nil.
-func (r reader) Allocation(id string) *objects.Allocation { return r.db.allocations.get(id) }
+func (r reader) Allocation(id string) *objects.Allocation { return r.db.allocations.Get(id) }
 
 // Allocations returns every allocation in id order.
-func (r reader) Allocations() []*objects.Allocation { return r.db.allocations.all() }
+func (r reader) Allocations() []*objects.Allocation { return r.db.allocations.All() }
 
 // AllocationsOnNode returns a node's allocations in id order.
 func (r reader) AllocationsOnNode(node string) []*objects.Allocation {
-	return r.db.allocations.allBy(allocationsByNode, node)
+	return r.db.allocations.By(allocationsByNode, node)
 }
 
 // AllocationsOfApp returns an application's allocations in id order.
 func (r reader) AllocationsOfApp(app string) []*objects.Allocation {
-	return r.db.allocations.allBy(allocationsByApp, app)
+	return r.db.allocations.By(allocationsByApp, app)
 }
 
 // QueueUsage returns a queue's usage row or nil.
-func (r reader) QueueUsage(path string) *objects.QueueUsage { return r.db.queues.get(path) }
+func (r reader) QueueUsage(path string) *objects.QueueUsage { return r.db.queues.Get(path) }

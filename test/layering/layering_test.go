@@ -240,7 +240,6 @@ func TestRulesCatch(t *testing.T) {
 	const (
 		k8s     = "k8s.io/api/core/v1"
 		bbolt   = "go.etcd.io/bbolt"
-		memdb   = "github.com/hashicorp/go-memdb"
 		dynamic = "k8s.io/client-go/dynamic"
 	)
 	cases := []struct {
@@ -251,10 +250,9 @@ func TestRulesCatch(t *testing.T) {
 		{rule: "protos is the vocabulary", from: "protos/ipc", to: "rmfacade/state"},
 		{rule: "protos is the vocabulary", from: "protos/yarn/records", to: "translator"},
 		{rule: "protos links no Kubernetes", from: "protos/yarn/records", to: k8s},
-		{rule: "protos links no Kubernetes", from: "protos/memkey", to: dynamic},
+		{rule: "protos links no Kubernetes", from: "protos/cowtable", to: dynamic},
 		{rule: "protos links no store", from: "protos/yarn/nmtokens", to: bbolt},
-		{rule: "protos links no store", from: "protos/yarn/records", to: memdb},
-		{rule: "protos links no store", from: "protos/memkey", to: memdb, allowed: true},
+		{rule: "protos links no store", from: "protos/cowtable", to: bbolt},
 		{rule: "nothing imports a command", from: "rmfacade/server", to: "cmd/weft-rm"},
 		{rule: "nothing imports a command", from: "scheduler", to: "cmd/weft-sim", test: true},
 		{rule: "nothing imports the test harness", from: "rmfacade/amrm", to: "test/kube"},
@@ -276,7 +274,7 @@ func TestRulesCatch(t *testing.T) {
 		{rule: "only weft-sim runs the simulator", from: "scheduler", to: "scheduler/sim", test: true},
 		{rule: "the node plugin links nothing of the RM", from: "bigdataplugin/shuffle", to: "rmfacade/state"},
 		{rule: "the node plugin links nothing of the RM", from: "cmd/weft-nodeplugin", to: bbolt},
-		{rule: "the node plugin links nothing of the RM", from: "bigdataplugin/nodemanager", to: memdb},
+		{rule: "the node plugin links nothing of the RM", from: "bigdataplugin/nodemanager", to: "protos/cowtable"},
 		{rule: "the RM imports nothing of the node plugin", from: "rmfacade/amrm", to: "bigdataplugin/nodemanager"},
 		{rule: "the RM's store reaches no scheduler", from: "rmfacade/state/kubestore", to: "scheduler/objects"},
 		{rule: "the RM's store reaches no scheduler", from: "rmfacade/state", to: "quota", allowed: true},

@@ -20,10 +20,11 @@ var Rules = []Rule{
 		Why: "a Hadoop client's vocabulary, linked by the node plugin and the Hadoop-facing tools: what maps it onto Kubernetes is translator's",
 	},
 	{
-		Name: "protos links no store", From: []string{"protos/..."}, Except: []string{"protos/memkey"}, Linked: true,
-		Forbid: []string{"go.etcd.io/bbolt/...", "github.com/hashicorp/go-memdb/..."},
-		Why: "what stores the vocabulary is the RM's and the scheduler's; the one exception is protos/memkey, the RM store's go-memdb " +
-			"index-key encoding, which only it imports (the node plugin's rule keeps it out of the node)",
+		Name: "protos links no store", From: []string{"protos/..."}, Linked: true,
+		Forbid: []string{"go.etcd.io/bbolt/..."},
+		Why: "what stores the vocabulary is the RM's and the scheduler's. protos/cowtable, the copy-on-write B-tree tables both " +
+			"stores keep their objects in, is below both rooms because it knows no object of either, and it persists nothing; " +
+			"the node plugin's rule keeps it (google/btree) out of the node",
 	},
 	{
 		Name: "nothing imports a command", From: []string{"..."}, Except: []string{"cmd/..."}, Forbid: []string{"cmd/..."}, Tests: true,
@@ -67,8 +68,9 @@ var Rules = []Rule{
 	},
 	{
 		Name: "the node plugin links nothing of the RM", From: []string{"bigdataplugin/...", "cmd/weft-nodeplugin"}, Linked: true,
-		Forbid: []string{"rmfacade/...", "go.etcd.io/bbolt/...", "github.com/hashicorp/go-memdb/..."},
-		Why:    "it runs on every node: what it shares with the RM (IPC, records, tokens) is in protos/, and the RM's store is no part of it",
+		Forbid: []string{"rmfacade/...", "go.etcd.io/bbolt/...", "github.com/google/btree/..."},
+		Why: "it runs on every node: what it shares with the RM (IPC, records, tokens) is in protos/, and the RM's store is no part of it " +
+			"(nor the stores' tables, protos/cowtable over google/btree)",
 	},
 	{
 		Name: "the RM imports nothing of the node plugin", From: []string{"rmfacade/..."}, Forbid: []string{"bigdataplugin/..."},
@@ -76,7 +78,7 @@ var Rules = []Rule{
 	},
 	{
 		Name: "the RM's store reaches no scheduler", From: []string{"rmfacade/state/..."}, Forbid: []string{"scheduler/..."}, Linked: true,
-		Why: "the RM's objects are kept whatever schedules them; what its store needs below it is in protos (protos/memkey)",
+		Why: "the RM's objects are kept whatever schedules them; what its store needs below it is in protos (protos/cowtable)",
 	},
 	{
 		Name: "the node plugin reaches no scheduler", From: []string{"bigdataplugin/..."}, Forbid: []string{"scheduler/...", "quota/..."},
