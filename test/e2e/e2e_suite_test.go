@@ -72,11 +72,9 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 // startRM starts a weft-rm on free loopback ports with a fresh data dir,
 // stopped when the spec ends.
 func startRM(ctx context.Context, args ...string) *RM {
-	client, err := FreeAddr()
+	addrs, err := FreeAddrs(3)
 	Expect(err).NotTo(HaveOccurred())
-	web, err := FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	r := &RM{Bin: filepath.Join(binDir, "weft-rm"), DataDir: GinkgoT().TempDir(), ClientAddr: client, WebAddr: web, Args: args}
+	r := &RM{Bin: filepath.Join(binDir, "weft-rm"), DataDir: GinkgoT().TempDir(), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2], Args: args}
 	Expect(r.Start(ctx)).To(Succeed())
 	DeferCleanup(func() {
 		r.Stop()

@@ -53,12 +53,28 @@ func repoRoot() (string, error) {
 
 // FreeAddr returns a loopback address with a port free right now.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// FreeAddrs returns n distinct loopback addresses with ports free right
+// now. Every listener stays open until all n are chosen: the kernel may
+// hand out a port again as soon as it is closed, and picking addresses one
+// by one once gave a standby weft-rm its peer's scheduler port.
+func FreeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("choosing a free port: %w", err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
 }
 
 // RM is a running weft-rm process.

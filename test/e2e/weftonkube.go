@@ -114,11 +114,9 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		return nil, err
 	}
 	replicas := max(opts.HA, 1)
-	addrs := make([]string, 4+3*replicas)
-	for i := range addrs {
-		if addrs[i], err = FreeAddr(); err != nil {
-			return nil, err
-		}
+	addrs, err := FreeAddrs(4 + 3*replicas)
+	if err != nil {
+		return nil, err
 	}
 	nm, nmHTTP, shuffle := addrs[0], addrs[1], addrs[2]
 	rms := map[string]hadoop.RMAddrs{}

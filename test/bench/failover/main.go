@@ -80,13 +80,9 @@ func run(ctx context.Context, f *kwokfleet.Fleet, nodes, apps, perApp int) error
 	}
 	rms := make([]*e2e.RM, 2)
 	for i := range rms {
-		addrs := make([]string, 3)
-		for j := range addrs {
-			a, err := e2e.FreeAddr()
-			if err != nil {
-				return err
-			}
-			addrs[j] = a
+		addrs, err := e2e.FreeAddrs(3)
+		if err != nil {
+			return err
 		}
 		id := fmt.Sprintf("rm%d", i+1)
 		rms[i] = &e2e.RM{Bin: filepath.Join(f.Bin, "weft-rm"), DataDir: filepath.Join(f.Work, id), ClientAddr: addrs[0], SchedulerAddr: addrs[1],

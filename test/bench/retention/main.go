@@ -60,11 +60,9 @@ func run(apps, clients, sample, warmup int) error {
 	if err := e2e.BuildBinaries(ctx, dir+"/bin"); err != nil {
 		return err
 	}
-	var addrs [2]string
-	for i := range addrs {
-		if addrs[i], err = e2e.FreeAddr(); err != nil {
-			return err
-		}
+	addrs, err := e2e.FreeAddrs(2)
+	if err != nil {
+		return err
 	}
 	rm := &e2e.RM{Bin: dir + "/bin/weft-rm", DataDir: dir + "/data", ClientAddr: addrs[0], WebAddr: addrs[1],
 		Args: []string{"--local-node=false", "--log-level=WARN"}}

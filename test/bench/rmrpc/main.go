@@ -158,7 +158,7 @@ func runWeft(ctx context.Context, work string, runAll func(server) ([]result, er
 	if err := e2e.BuildBinaries(ctx, bin); err != nil {
 		return nil, err
 	}
-	addrs, err := freeAddrs(3)
+	addrs, err := e2e.FreeAddrs(3)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func runResourceManager(ctx context.Context, work, version string, runAll func(s
 		return nil, err
 	}
 	dist.JVM = hadoop.DaemonJVM
-	a, err := freeAddrs(5)
+	a, err := e2e.FreeAddrs(5)
 	if err != nil {
 		return nil, err
 	}
@@ -199,17 +199,6 @@ func runResourceManager(ctx context.Context, work, version string, runAll func(s
 		return nil, err
 	}
 	return runAll(server{name: "ResourceManager " + version, conf: conf, pid: peer.PID()})
-}
-
-func freeAddrs(n int) ([]string, error) {
-	out := make([]string, n)
-	for i := range out {
-		var err error
-		if out[i], err = e2e.FreeAddr(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // measure runs the Java client against s with n threads and prices the

@@ -72,11 +72,9 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	if err != nil {
 		return nil, err
 	}
-	addrs := make([]string, 3)
-	for i := range addrs {
-		if addrs[i], err = e2e.FreeAddr(); err != nil {
-			return nil, err
-		}
+	addrs, err := e2e.FreeAddrs(3)
+	if err != nil {
+		return nil, err
 	}
 	rm := &e2e.RM{Bin: bin, DataDir: filepath.Join(dir, "data"), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2],
 		Args: []string{"--kubeconfig", kubeconfig, "--local-node=false", "--profile", "plain", "--queues", queuesFile,
