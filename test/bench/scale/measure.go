@@ -188,12 +188,12 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 
 	if o.profiles != "" {
 		// ?gc=1: the live heap, not garbage awaiting collection.
-		if err := saveProfile(ctx, rm.WebAddr, "heap?gc=1", filepath.Join(o.profiles, "heap-after-fill.pb.gz")); err != nil {
+		if err := e2e.SaveProfile(ctx, rm.WebAddr, "heap?gc=1", filepath.Join(o.profiles, "heap-after-fill.pb.gz")); err != nil {
 			return nil, err
 		}
 		go func() {
 			secs := int(o.steady.Seconds() * 0.9)
-			err := saveProfile(ctx, rm.WebAddr, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(o.profiles, "cpu-steady.pb.gz"))
+			err := e2e.SaveProfile(ctx, rm.WebAddr, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(o.profiles, "cpu-steady.pb.gz"))
 			if err != nil {
 				fmt.Println("   CPU profile:", err)
 			}
@@ -687,33 +687,4 @@ func rssParts(pid int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// saveProfile fetches /debug/pprof/<which> from a weft-rm run with
-// --profiling into file.
-func saveProfile(ctx context.Context, web, which, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+web+"/debug/pprof/"+which, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile %s: %w", which, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile %s: %s", which, resp.Status)
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return fmt.Errorf("profile %s: %w", which, err)
-	}
-	return f.Close()
 }
