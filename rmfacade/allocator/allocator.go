@@ -313,10 +313,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	a.metrics.decision.Observe(decided.Sub(began).Seconds())
 	// AMs wait on their allocate calls for these: grants before bindings.
 	granted := 0
-	stored, err := a.mgr.AllocateBatch(ctx, grants)
-	if err != nil {
-		return 0, err
-	}
+	// On an error, what was stored before it is still taken off the asks.
+	stored, storeErr := a.mgr.AllocateBatch(ctx, grants)
 	for attempt, made := range stored {
 		granted += len(made)
 		for _, c := range made {
@@ -332,6 +330,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 			}
 		}
 		a.mu.Unlock()
+	}
+	if storeErr != nil {
+		return granted, storeErr
 	}
 	granted += a.bindPods(ctx, snap, pods, podPlacements)
 	if granted > 0 {
