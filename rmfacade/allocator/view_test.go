@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -358,4 +359,38 @@ func lineDiff(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestShrunk: a map is copied to its size once it holds a quarter of the
+// most it held or less, and not before, nor while it never held many.
+func TestShrunk(t *testing.T) {
+	fill := func(n int) map[int]int {
+		m := make(map[int]int, n)
+		for i := range n {
+			m[i] = i
+		}
+		return m
+	}
+	cases := []struct {
+		name      string
+		len, peak int
+		copied    bool
+		wantPeak  int
+	}{
+		{"growing", 5000, 2000, false, 5000},
+		{"above a quarter", 1001, 4000, false, 4000},
+		{"at a quarter", 1000, 4000, true, 1000},
+		{"emptied", 0, 100_000, true, 0},
+		{"never held many", 10, shrinkFrom - 1, false, shrinkFrom - 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := fill(c.len)
+			got, peak := shrunk(m, c.peak)
+			copied := reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(m).UnsafePointer()
+			if copied != c.copied || peak != c.wantPeak || !maps.Equal(got, m) {
+				t.Errorf("copied %v, peak %d, same entries %v; want copied %v, peak %d", copied, peak, maps.Equal(got, m), c.copied, c.wantPeak)
+			}
+		})
+	}
 }
