@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -230,7 +231,25 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 		if got, want := slices.Sorted(maps.Keys(a.view.pending)), slices.Sorted(maps.Keys(fresh.view.pending)); !slices.Equal(got, want) {
 			t.Fatalf("step %d (%s): pending asks %v, a rebuild has %v", i, s.name, got, want)
 		}
+		if id := copiedKey(mgr.Snapshot(), a.view.st.Snapshot()); id != "" {
+			t.Fatalf("step %d (%s): the view's allocation %s holds a copy of the RM store's key, not the key", i, s.name, id)
+		}
 	}
+}
+
+// copiedKey returns the id of an allocation of the view that holds a copy
+// of its container's key in the RM store rather than the store's string
+// (issue 18: 100,000 copies), or "".
+func copiedKey(rm *state.Snapshot, view *schedstate.Snapshot) string {
+	for _, cs := range rm.ContainersByApp() {
+		for _, c := range cs {
+			key := rm.ContainerKey(c.ID)
+			if al := view.Allocation(key); al != nil && unsafe.StringData(al.ID) != unsafe.StringData(key) {
+				return key
+			}
+		}
+	}
+	return ""
 }
 
 // podsAtBoundary stands for the API server's pods that name Weft's

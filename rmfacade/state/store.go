@@ -463,6 +463,13 @@ func (r reader) Container(id records.ContainerID) *records.Container {
 	return r.db.containers.Get(id.String())
 }
 
+// ContainerKey returns the store's own copy of a container's key
+// (ContainerID.String) when it holds the container: what keeps many
+// containers' ids (the scheduler's view) shares the store's strings.
+func (r reader) ContainerKey(id records.ContainerID) string {
+	return r.db.containers.StoredID(id.String())
+}
+
 // ContainersOfAttempt returns an attempt's containers in id order.
 func (r reader) ContainersOfAttempt(id records.AttemptID) []*records.Container {
 	return sortContainers(r.db.containers.By(containersByAttempt, id.String()))
