@@ -751,6 +751,15 @@ func TestChartValues(t *testing.T) {
 				rm := as[appsv1.Deployment](t, r.find("Deployment", "wsys", "weft-rm")).Spec.Template.Spec.Containers[0].Args
 				hasAll(t, rm, "--namespace=wjobs", "--state-namespace=wsys", "--ha-pod=wsys/$(POD_NAME)", "--nm-key-secret=wsys/weft-nm-key")
 			}},
+		{name: "memory limit", set: []string{"rm.memoryLimit=400Mi"}, check: func(t *testing.T, r rendered) {
+			hasAll(t, args(t, r, "Deployment", "weft-rm"), "--memory-limit=400Mi")
+		}},
+		{name: "no memory limit", set: []string{"rm.memoryLimit="}, check: func(t *testing.T, r rendered) {
+			if got := args(t, r, "Deployment", "weft-rm"); slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--memory-limit") }) {
+				t.Errorf("a memory limit with rm.memoryLimit empty: %v", got)
+			}
+		}},
+		{name: "memory limit not a quantity", set: []string{"rm.memoryLimit=lots"}, wantErr: "memoryLimit"},
 		{name: "namespaces not created", set: []string{"namespaces.create=false"}, check: func(t *testing.T, r rendered) {
 			if ns := r.ofKind("Namespace"); len(ns) != 0 {
 				t.Errorf("%d Namespaces rendered", len(ns))

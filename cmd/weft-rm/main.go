@@ -65,6 +65,7 @@ func main() {
 	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 3*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
 	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
+	memLimit := flag.String("memory-limit", "", "soft memory limit of the Go runtime (as GOMEMLIMIT, which applies when this is empty): a quantity such as 400Mi, or a percentage such as 90% of the container's memory limit (cgroup v2 memory.max); empty: none")
 	var logLevel slog.Level
 	flag.BoolVar(&cfg.Profiling, "profiling", false, "serve Go profiles under /debug/pprof/ on the web address (as kube-scheduler's --profiling)")
 	flag.TextVar(&logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN, ERROR")
@@ -72,6 +73,12 @@ func main() {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	cfg.Logger = logger
+	if limit, err := setMemoryLimit(*memLimit); err != nil {
+		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
+		os.Exit(2)
+	} else if limit > 0 {
+		logger.Info("soft memory limit set", "bytes", limit, "flag", *memLimit)
+	}
 	if queuesFile != "" {
 		b, err := os.ReadFile(queuesFile)
 		if err == nil {

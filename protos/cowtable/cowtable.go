@@ -202,6 +202,16 @@ func (t Table[T]) Insert(obj *T) error {
 		}
 	}
 	old, had := t.ids.ReplaceOrInsert(entry[T]{key: id, obj: obj})
+	if had {
+		// A replaced object's id string is kept, and the one just
+		// computed dropped: the entries of every index and whoever took
+		// the id from StoredID keep sharing one copy (issue 18: the RM
+		// replaces each of 100,000 containers when its AM acquires it).
+		// A second write of the path the first just copied; an insert of
+		// a new object, the bulk of a plan's, costs nothing more.
+		id = old.key
+		t.ids.ReplaceOrInsert(entry[T]{key: id, obj: obj})
+	}
 	for i := range t.index {
 		ix, tree := &t.index[i], t.by[i]
 		if had {
@@ -246,6 +256,17 @@ func (t Table[T]) Delete(id string) error {
 		t.unindex(i, old.obj, id, nil)
 	}
 	return nil
+}
+
+// StoredID returns the table's own copy of id when it holds an object of
+// that id, else id: a caller keeping the id of many objects (the
+// scheduler's view of the RM's containers) shares the table's strings
+// instead of holding copies.
+func (t Table[T]) StoredID(id string) string {
+	if e, ok := t.ids.Get(entry[T]{key: id}); ok {
+		return e.key
+	}
+	return id
 }
 
 // ID returns obj's id in t.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // row is a test object: an id, a required key (app), an optional one
@@ -246,5 +247,30 @@ func TestClone(t *testing.T) {
 				t.Errorf("%s: view %d %v, want %v", c.name, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestStoredID: a replaced object keeps the id string it was first stored
+// under, which StoredID hands out, so that holders of many ids share the
+// table's copies.
+func TestStoredID(t *testing.T) {
+	tb := newRows()
+	first := string([]byte("r1")) // a copy of its own, not a constant
+	if err := tb.Insert(&row{id: first, app: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	again := string([]byte("r1"))
+	if err := tb.Insert(&row{id: again, app: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	lookup := string([]byte("r1"))
+	if got := tb.StoredID(lookup); unsafe.StringData(got) != unsafe.StringData(first) {
+		t.Error("StoredID after a replacement is not the id first stored")
+	}
+	if got := tb.StoredID("r2"); got != "r2" {
+		t.Errorf("StoredID of an absent id = %q", got)
+	}
+	if got := ids(tb.By(byApp, "b")); !slices.Equal(got, []string{"r1"}) {
+		t.Errorf("by app b: %v", got)
 	}
 }

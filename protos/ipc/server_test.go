@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -345,4 +346,35 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatal("idle connection was not closed")
 	}
 	mustServe(t, addr)
+}
+
+// TestConnectionHeap bounds what an open connection holds on the heap
+// before any call, the state of most of 1,000 AMs' connections between
+// heartbeats (issue 18: a 16 KiB read buffer each was 16 MB).
+func TestConnectionHeap(t *testing.T) {
+	s, err := NewServer(Options{Simple: true}, echoService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, most = 500, 8 << 10
+	conns, peers := make([]*conn, n), make([]net.Conn, n)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range conns {
+		var nc net.Conn
+		nc, peers[i] = net.Pipe()
+		conns[i] = newConn(s, nc)
+	}
+	per := (heap() - before) / n
+	runtime.KeepAlive(conns)
+	runtime.KeepAlive(peers)
+	if per > most {
+		t.Errorf("a connection holds %d bytes, want at most %d", per, most)
+	}
+	t.Logf("%d bytes per connection", per)
 }

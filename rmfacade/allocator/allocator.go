@@ -313,10 +313,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	a.metrics.decision.Observe(decided.Sub(began).Seconds())
 	// AMs wait on their allocate calls for these: grants before bindings.
 	granted := 0
-	stored, err := a.mgr.AllocateBatch(ctx, grants)
-	if err != nil {
-		return 0, err
-	}
+	// On an error, what was stored before it is still taken off the asks.
+	stored, storeErr := a.mgr.AllocateBatch(ctx, grants)
 	for attempt, made := range stored {
 		granted += len(made)
 		for _, c := range made {
@@ -332,6 +330,9 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 			}
 		}
 		a.mu.Unlock()
+	}
+	if storeErr != nil {
+		return granted, storeErr
 	}
 	granted += a.bindPods(ctx, snap, pods, podPlacements)
 	if granted > 0 {
@@ -410,7 +411,7 @@ func (a *Allocator) deriveAttempt(w *schedstate.Txn, snap *state.Snapshot, attem
 		Submitted: time.UnixMilli(app.SubmitTime)}}
 	// The AM's container counts in its queue, high tier: never a victim.
 	if am := amContainer(snap, app); am != nil && w.Node(am.Node) != nil {
-		d.allocs = append(d.allocs, &objects.Allocation{ID: am.ID.String(), AppID: appID, NodeID: am.Node,
+		d.allocs = append(d.allocs, &objects.Allocation{ID: snap.ContainerKey(am.ID), AppID: appID, NodeID: am.Node,
 			Tier: records.TierHigh, Resource: toQuota(am.Resource)})
 	}
 	workers := 0
@@ -424,7 +425,9 @@ func (a *Allocator) deriveAttempt(w *schedstate.Txn, snap *state.Snapshot, attem
 		if w.Node(c.Node) == nil {
 			continue
 		}
-		d.allocs = append(d.allocs, &objects.Allocation{ID: c.ID.String(), AppID: appID, NodeID: c.Node,
+		// The RM store's copy of the id: 100,000 allocations otherwise
+		// hold 100,000 copies of what the store holds (issue 18).
+		d.allocs = append(d.allocs, &objects.Allocation{ID: snap.ContainerKey(c.ID), AppID: appID, NodeID: c.Node,
 			Tier: cmp.Or(c.Tier, records.TierLow), Resource: toQuota(c.Resource), Preempting: c.PreemptDeadline != 0})
 	}
 	// Asks in a stable order (priority, then request id), so the job's

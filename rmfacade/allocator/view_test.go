@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -229,7 +231,25 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 		if got, want := slices.Sorted(maps.Keys(a.view.pending)), slices.Sorted(maps.Keys(fresh.view.pending)); !slices.Equal(got, want) {
 			t.Fatalf("step %d (%s): pending asks %v, a rebuild has %v", i, s.name, got, want)
 		}
+		if id := copiedKey(mgr.Snapshot(), a.view.st.Snapshot()); id != "" {
+			t.Fatalf("step %d (%s): the view's allocation %s holds a copy of the RM store's key, not the key", i, s.name, id)
+		}
 	}
+}
+
+// copiedKey returns the id of an allocation of the view that holds a copy
+// of its container's key in the RM store rather than the store's string
+// (issue 18: 100,000 copies), or "".
+func copiedKey(rm *state.Snapshot, view *schedstate.Snapshot) string {
+	for _, cs := range rm.ContainersByApp() {
+		for _, c := range cs {
+			key := rm.ContainerKey(c.ID)
+			if al := view.Allocation(key); al != nil && unsafe.StringData(al.ID) != unsafe.StringData(key) {
+				return key
+			}
+		}
+	}
+	return ""
 }
 
 // podsAtBoundary stands for the API server's pods that name Weft's
@@ -358,4 +378,38 @@ func lineDiff(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestShrunk: a map is copied to its size once it holds a quarter of the
+// most it held or less, and not before, nor while it never held many.
+func TestShrunk(t *testing.T) {
+	fill := func(n int) map[int]int {
+		m := make(map[int]int, n)
+		for i := range n {
+			m[i] = i
+		}
+		return m
+	}
+	cases := []struct {
+		name      string
+		len, peak int
+		copied    bool
+		wantPeak  int
+	}{
+		{"growing", 5000, 2000, false, 5000},
+		{"above a quarter", 1001, 4000, false, 4000},
+		{"at a quarter", 1000, 4000, true, 1000},
+		{"emptied", 0, 100_000, true, 0},
+		{"never held many", 10, shrinkFrom - 1, false, shrinkFrom - 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := fill(c.len)
+			got, peak := shrunk(m, c.peak)
+			copied := reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(m).UnsafePointer()
+			if copied != c.copied || peak != c.wantPeak || !maps.Equal(got, m) {
+				t.Errorf("copied %v, peak %d, same entries %v; want copied %v, peak %d", copied, peak, maps.Equal(got, m), c.copied, c.wantPeak)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/ipc"
@@ -65,9 +66,10 @@ type Service struct {
 type session struct {
 	// mu is held through each call of the AM.
 	mu sync.Mutex
-	// last is the last allocate response, for YARN's responseId handshake
-	// (a retried request gets it again).
-	last *yarnpb.AllocateResponseProto
+	// last is what the last allocate response said, for YARN's
+	// responseId handshake (a retried request gets it again); nil until
+	// the AM registered.
+	last *sent
 	// nmTokens remembers the nodes whose NMToken the attempt has had.
 	nmTokens map[string]bool
 	// heard is when the AM last called (Unix nanoseconds), read by the
@@ -206,7 +208,7 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 		s.mu.Unlock()
 		return nil, err
 	}
-	sess.last = &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}
+	sess.last = &sent{head: &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}}
 	sess.heard.Store(s.opts.Now().UnixNano())
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
@@ -240,11 +242,11 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		// on this exception.
 		return nil, ipc.Errorf(yarnerr.ClassAMNotRegistered, "AM is not registered for known application attempt: %s or RM had restarted after AM registered. AM should re-register.", id)
 	}
-	last := sess.last
+	last := sess.last.head
 	sess.heard.Store(s.opts.Now().UnixNano())
 	switch req.GetResponseId() {
 	case last.GetResponseId() - 1:
-		return last, nil // a retry of the request last answered
+		return s.resend(id, sess.last) // a retry of the request last answered
 	case last.GetResponseId():
 	default:
 		return nil, ipc.Errorf(yarnerr.ClassInvalidApplicationMasterRequest,
@@ -272,9 +274,10 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	if resp.GetResponseId() < 0 { // wraps as Java's int does
 		resp.ResponseId = proto.Int32(0)
 	}
+	var granted sent
 	if s.opts.Allocator != nil {
 		s.opts.Allocator.Update(id, req.GetAsk())
-		if err := s.grant(ctx, id, sess, resp); err != nil {
+		if granted, err = s.grant(ctx, id, sess, resp); err != nil {
 			return nil, err
 		}
 	}
@@ -305,8 +308,44 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	h := s.clusterHeadroom()
 	resp.Limit = wire.Resource(records.Resource{MemoryMB: max(h.free.MemoryMB, 0), VCores: max(h.free.VCores, 0)})
 	resp.NumClusterNodes = proto.Int32(int32(h.nodes))
-	sess.last = resp
+	sess.last = granted.keep(resp)
 	return resp, nil
+}
+
+// sent is what a session keeps of the last allocate response: the
+// response without its grants, and the ids of the containers and the
+// nodes of the NMTokens it granted. YARN's ApplicationMasterService keeps
+// the whole response (lastResponse) to answer a retry of the request; here
+// a retry gets the grants built again from the store's records (resend).
+// Container tokens and NMTokens are most of a response's bytes: keeping
+// them for each of 1,000 AMs after the fill of the scale benchmark held
+// about 140 MB of live heap (issue 18).
+type sent struct {
+	// head is the response with AllocatedContainers and NmTokens empty.
+	head *yarnpb.AllocateResponseProto
+	// allocated are the containers granted, in the response's order.
+	allocated []records.ContainerID
+	// nmTokenNodes are the nodes whose NMToken the response carried.
+	nmTokenNodes []string
+}
+
+// grantFields are the response's fields a session does not keep.
+var grantFields = map[protoreflect.Name]bool{"allocated_containers": true, "nm_tokens": true}
+
+// keep returns what a session keeps of resp, whose grants s names: every
+// field of resp but the grants, shared with resp (which is not written
+// once answered).
+func (s sent) keep(resp *yarnpb.AllocateResponseProto) *sent {
+	head := &yarnpb.AllocateResponseProto{}
+	dst := head.ProtoReflect()
+	resp.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if !grantFields[fd.Name()] {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	s.head = head
+	return &s
 }
 
 // headroom is what every allocate response tells of the cluster: its
@@ -343,43 +382,82 @@ func (s *Service) clusterHeadroom() *headroom {
 }
 
 // grant puts the attempt's newly placed containers, with their container
-// tokens, and the NMTokens of nodes new to the attempt into resp.
-func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session, resp *yarnpb.AllocateResponseProto) error {
+// tokens, and the NMTokens of nodes new to the attempt into resp, and
+// returns what a retry needs to grant them again.
+func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session, resp *yarnpb.AllocateResponseProto) (sent, error) {
 	app, err := s.mgr.Application(id.App)
 	if err != nil {
-		return err
+		return sent{}, err
 	}
 	acquired, err := s.mgr.AcquireContainers(ctx, id)
 	if err != nil {
-		return err
+		return sent{}, err
 	}
-	seen := sess.nmTokens
+	var out sent
 	for _, c := range acquired {
-		host, port, err := wire.SplitNodeID(c.Node)
-		if err != nil {
-			return err
+		out.allocated = append(out.allocated, c.ID)
+		if !sess.nmTokens[c.Node] {
+			out.nmTokenNodes = append(out.nmTokenNodes, c.Node)
+			sess.nmTokens[c.Node] = true
 		}
+	}
+	return out, s.addGrants(id, app, acquired, out.nmTokenNodes, resp)
+}
+
+// resend builds the response last names again, for a retry of the request
+// it answered: its grants from the store's records, each container token
+// and NMToken signed anew. The AM never read the tokens of the response it
+// lost, so fresh ones, with a fresh expiry, serve it as the lost ones
+// would have. A container whose record is gone (its application removed)
+// is left out.
+func (s *Service) resend(id records.AttemptID, last *sent) (*yarnpb.AllocateResponseProto, error) {
+	resp := proto.Clone(last.head).(*yarnpb.AllocateResponseProto)
+	if len(last.allocated) == 0 && len(last.nmTokenNodes) == 0 {
+		return resp, nil
+	}
+	app, err := s.mgr.Application(id.App)
+	if err != nil {
+		return nil, err
+	}
+	snap := s.mgr.Snapshot()
+	var cs []*records.Container
+	for _, cid := range last.allocated {
+		if c := snap.Container(cid); c != nil {
+			cs = append(cs, c)
+		}
+	}
+	return resp, s.addGrants(id, app, cs, last.nmTokenNodes, resp)
+}
+
+// addGrants appends containers, each with its container token, and the
+// NMTokens of nmTokenNodes to resp.
+func (s *Service) addGrants(id records.AttemptID, app *records.Application, containers []*records.Container, nmTokenNodes []string,
+	resp *yarnpb.AllocateResponseProto) error {
+	expiry := s.opts.Now().Add(s.opts.ContainerTokenExpiry)
+	for _, c := range containers {
 		token, err := s.opts.Keys.ContainerToken(nmtokens.ContainerGrant{Container: c.ID, NodeID: c.Node, User: app.User,
 			Resource: c.Resource, Priority: c.Priority, AllocationRequestID: c.AllocationRequestID,
-			RMIdentifier: s.mgr.ClusterTimestamp(), Expiry: time.Now().Add(s.opts.ContainerTokenExpiry), Tier: c.Tier, Queue: app.Queue})
+			RMIdentifier: s.mgr.ClusterTimestamp(), Expiry: expiry, Tier: c.Tier, Queue: app.Queue})
 		if err != nil {
 			return err
 		}
-		nodeID := wire.NodeID(c.Node)
 		resp.AllocatedContainers = append(resp.AllocatedContainers, &yarnpb.ContainerProto{
-			Id: wire.ContainerID(c.ID), NodeId: nodeID, NodeHttpAddress: proto.String(c.NodeHTTP),
+			Id: wire.ContainerID(c.ID), NodeId: wire.NodeID(c.Node), NodeHttpAddress: proto.String(c.NodeHTTP),
 			Resource:       wire.Resource(c.Resource),
 			Priority:       &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
 			ContainerToken: token, AllocationRequestId: proto.Int64(c.AllocationRequestID),
 		})
-		if !seen[c.Node] {
-			nm, err := s.opts.Keys.NMToken(id, host, port, app.User)
-			if err != nil {
-				return err
-			}
-			resp.NmTokens = append(resp.NmTokens, &yarnpb.NMTokenProto{NodeId: nodeID, Token: nm})
-			seen[c.Node] = true
+	}
+	for _, node := range nmTokenNodes {
+		host, port, err := wire.SplitNodeID(node)
+		if err != nil {
+			return err
 		}
+		nm, err := s.opts.Keys.NMToken(id, host, port, app.User)
+		if err != nil {
+			return err
+		}
+		resp.NmTokens = append(resp.NmTokens, &yarnpb.NMTokenProto{NodeId: wire.NodeID(node), Token: nm})
 	}
 	return nil
 }

@@ -192,24 +192,28 @@ func TestTokensAreRequired(t *testing.T) {
 // TestGrantsContainers: asks become containers on a node with room, with
 // container tokens the node accepts and one NMToken per node; a release
 // comes back as a completed status; asks beyond the room stay pending.
-func TestGrantsContainers(t *testing.T) {
-	f := startWith(t, true)
-	ctx := context.Background()
+// askFor is an ask of n containers of mb megabytes and one vcore, anywhere.
+func askFor(n int32, mb int64) *yarnpb.ResourceRequestProto {
+	return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(n)}
+}
+
+// grantThree registers an AM on a cluster of one node with room for three
+// of its four asks, runs a cycle, and returns the response of allocate 1,
+// which grants the three.
+func (f *fixture) grantThree(t *testing.T) (records.AttemptID, *ipc.Client, *yarnpb.AllocateResponseProto) {
+	t.Helper()
 	if err := f.mgr.PutNode(&records.Node{ID: "node-a:8041", Host: "node-a", Port: 8041, HTTPAddress: "node-a:8042", State: records.NodeRunning,
 		Capability: records.Resource{MemoryMB: 4096, VCores: 4}, Occupied: records.Resource{MemoryMB: 1024, VCores: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	attempt, c := f.registeredAM(t)
-	ask := func(n int32, mb int64) *yarnpb.ResourceRequestProto {
-		return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(0)}, ResourceName: proto.String("*"),
-			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(mb), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(n)}
-	}
 	resp := &yarnpb.AllocateResponseProto{}
 	// 4 asks of 700 MB round up to 1024: 3 fit beside the 1024 occupied.
-	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{ask(4, 700)}}, resp); err != nil {
+	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(0), Ask: []*yarnpb.ResourceRequestProto{askFor(4, 700)}}, resp); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.alloc.Cycle(ctx); err != nil || n != 3 {
+	if n, err := f.alloc.Cycle(context.Background()); err != nil || n != 3 {
 		t.Fatalf("cycle granted %d, %v; want 3", n, err)
 	}
 	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)}, resp); err != nil {
@@ -218,6 +222,14 @@ func TestGrantsContainers(t *testing.T) {
 	if len(resp.GetAllocatedContainers()) != 3 || len(resp.GetNmTokens()) != 1 {
 		t.Fatalf("got %d containers and %d NMTokens, want 3 and 1", len(resp.GetAllocatedContainers()), len(resp.GetNmTokens()))
 	}
+	return attempt, c, resp
+}
+
+func TestGrantsContainers(t *testing.T) {
+	f := startWith(t, true)
+	ctx := context.Background()
+	attempt, c, resp := f.grantThree(t)
+	ask := askFor
 	tiers := map[records.Tier]int{}
 	for _, ct := range resp.GetAllocatedContainers() {
 		if ct.GetResource().GetMemory() != 1024 || ct.GetNodeId().GetHost() != "node-a" {
@@ -260,6 +272,50 @@ func TestGrantsContainers(t *testing.T) {
 	err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(3), Ask: []*yarnpb.ResourceRequestProto{ask(1, 1<<20)}}, resp)
 	if class(err) != yarnerr.ClassInvalidResourceRequest {
 		t.Errorf("oversized ask: %v", err)
+	}
+}
+
+// TestRetryGetsTheGrantsAgain: a retry of the request whose response
+// granted containers (the AM lost the response) gets them again, with
+// NMTokens and container tokens that verify, and the session keeps the
+// grants' ids, not the response's tokens (issue 18: the last responses of
+// 1,000 AMs held about 140 MB after the scale benchmark's fill).
+func TestRetryGetsTheGrantsAgain(t *testing.T) {
+	f := startWith(t, true)
+	attempt, c, first := f.grantThree(t)
+	last := f.svc.session(attempt).last
+	if n := len(last.head.GetAllocatedContainers()) + len(last.head.GetNmTokens()); n != 0 || len(last.allocated) != 3 || len(last.nmTokenNodes) != 1 {
+		t.Errorf("session keeps %d grants in the response, %d container ids and %d NMToken nodes; want 0, 3 and 1",
+			n, len(last.allocated), len(last.nmTokenNodes))
+	}
+	again := &yarnpb.AllocateResponseProto{}
+	if err := call(c, "allocate", &yarnpb.AllocateRequestProto{ResponseId: proto.Int32(1)}, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.GetResponseId() != first.GetResponseId() || again.GetNumClusterNodes() != first.GetNumClusterNodes() ||
+		!proto.Equal(again.GetLimit(), first.GetLimit()) {
+		t.Errorf("retried response %v, want the first's id, limit and node count: %v", again, first)
+	}
+	if len(again.GetAllocatedContainers()) != 3 {
+		t.Fatalf("retry got %d containers, want 3", len(again.GetAllocatedContainers()))
+	}
+	for i, ct := range again.GetAllocatedContainers() {
+		want := first.GetAllocatedContainers()[i]
+		if !proto.Equal(ct.GetId(), want.GetId()) || !proto.Equal(ct.GetNodeId(), want.GetNodeId()) ||
+			!proto.Equal(ct.GetResource(), want.GetResource()) || ct.GetNodeHttpAddress() != want.GetNodeHttpAddress() {
+			t.Errorf("container %d: %v, want %v", i, ct, want)
+		}
+		g, err := f.keys.VerifyContainerToken(ct.GetContainerToken(), "node-a:8041")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Container != wire.ContainerIDOf(want.GetId()) || g.User != "alice" {
+			t.Errorf("token grants %+v", g)
+		}
+	}
+	// An NMToken has no expiry here: signed again, it is the same token.
+	if len(again.GetNmTokens()) != 1 || !proto.Equal(again.GetNmTokens()[0], first.GetNmTokens()[0]) {
+		t.Errorf("retry's NMTokens %v, want %v", again.GetNmTokens(), first.GetNmTokens())
 	}
 }
 

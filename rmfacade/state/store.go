@@ -42,6 +42,9 @@ type Store struct {
 	// writeMu; watchSeq names the next one.
 	watchers map[int]func(*Snapshot, []Change)
 	watchSeq int
+	// attemptKeys are the containers' attempt index keys, written under
+	// writeMu; an attempt's is dropped with the attempt.
+	attemptKeys attemptKeys
 }
 
 // Change is one record a committed write transaction inserted, replaced
@@ -77,8 +80,8 @@ func (s *Store) Subscribe(fn func(*Snapshot, []Change)) (cancel func()) {
 
 // Open builds a store from what durable holds.
 func Open(durable Durable) (*Store, error) {
-	s := &Store{durable: durable}
-	w := &WriteTxn{reader: reader{db: newDB()}}
+	s := &Store{durable: durable, attemptKeys: attemptKeys{}}
+	w := &WriteTxn{reader: reader{db: newDB(s.attemptKeys)}, attemptKeys: s.attemptKeys}
 	err := durable.Load(func(table, key string, value []byte) error {
 		newObj, ok := durableTables[table]
 		if !ok {
@@ -112,7 +115,7 @@ func (s *Store) Update(fn func(*WriteTxn) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	cur := s.cur.Load()
-	w := &WriteTxn{reader: reader{db: cur.clone()}, track: len(s.watchers) > 0}
+	w := &WriteTxn{reader: reader{db: cur.clone()}, track: len(s.watchers) > 0, attemptKeys: s.attemptKeys}
 	if err := fn(w); err != nil {
 		return err
 	}
@@ -151,6 +154,7 @@ type WriteTxn struct {
 	written []written
 	// nodesWritten is whether a node was inserted, replaced or deleted.
 	nodesWritten bool
+	attemptKeys  attemptKeys
 }
 
 // written is one write of a record, in the order of the transaction's
@@ -264,6 +268,9 @@ func (w *WriteTxn) delete(table, key string) error {
 		old = remove(w.db.apps, key)
 	case TableAttempts:
 		old = remove(w.db.attempts, key)
+		if a, ok := old.(*records.Attempt); ok {
+			delete(w.attemptKeys, a.ID)
+		}
 	case TableContainers:
 		old = remove(w.db.containers, key)
 	case TableTokens:
@@ -454,6 +461,13 @@ func (r reader) AttemptsOf(app records.ApplicationID) []*records.Attempt {
 // Container returns the container with the given id, or nil.
 func (r reader) Container(id records.ContainerID) *records.Container {
 	return r.db.containers.Get(id.String())
+}
+
+// ContainerKey returns the store's own copy of a container's key
+// (ContainerID.String) when it holds the container: what keeps many
+// containers' ids (the scheduler's view) shares the store's strings.
+func (r reader) ContainerKey(id records.ContainerID) string {
+	return r.db.containers.StoredID(id.String())
 }
 
 // ContainersOfAttempt returns an attempt's containers in id order.

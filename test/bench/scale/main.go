@@ -48,6 +48,7 @@
 //
 //	go run ./test/bench/scale [-nodes 10000] [-apps 1000] [-containers 100] [-queues 20] [-baseline 502a525]
 //	go run ./test/bench/scale -nodes 1000 -apps 100 -steady 20s   # quick
+//	go run ./test/bench/scale -baseline none -memory-limit 400Mi  # with and without a soft memory limit
 package main
 
 import (
@@ -75,6 +76,8 @@ type options struct {
 	// profiles, when set, is where today's weft-rm (run with --profiling)
 	// leaves its heap after the fill and its CPU while steady.
 	profiles string
+	// rmArgs are more flags for the weft-rm measured.
+	rmArgs []string
 }
 
 func main() {
@@ -90,14 +93,15 @@ func main() {
 	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
 	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profile after the fill and CPU profile while steady in this directory")
+	memLimit := flag.String("memory-limit", "", "also measure today's weft-rm with this --memory-limit (a soft memory limit, e.g. 400Mi), beside it without")
 	flag.Parse()
-	if err := run(o, *baseline); err != nil {
+	if err := run(o, *baseline, *memLimit); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o options, baseline string) error {
+func run(o options, baseline, memLimit string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root, err := gitOutput(ctx, "", "rev-parse", "--show-toplevel")
@@ -113,17 +117,26 @@ func run(o options, baseline string) error {
 	if err != nil {
 		return err
 	}
-	type rev struct{ label, bin string }
-	revs := []rev{{"today (" + head + ", working tree)", filepath.Join(work, "today", "weft-rm")}}
+	type rev struct {
+		label, bin string
+		args       []string
+		baseline   bool
+	}
+	revs := []rev{{label: "today (" + head + ", working tree)", bin: filepath.Join(work, "today", "weft-rm")}}
 	if err := goBuild(ctx, root, revs[0].bin); err != nil {
 		return err
+	}
+	if memLimit != "" {
+		// The same binary with a soft memory limit, an operator's setting
+		// (the chart's rm.memoryLimit): RSS and allocate's latency with it.
+		revs = append(revs, rev{label: "today, --memory-limit " + memLimit, bin: revs[0].bin, args: []string{"--memory-limit", memLimit}})
 	}
 	if baseline != "none" {
 		bin, short, err := buildAt(ctx, root, baseline, work)
 		if err != nil {
 			return fmt.Errorf("baseline %s: %w", baseline, err)
 		}
-		revs = append(revs, rev{"baseline (" + short + ")", bin})
+		revs = append(revs, rev{label: "baseline (" + short + ")", bin: bin, baseline: true})
 	}
 
 	kube, err := startKubeAPI(o.nodes)
@@ -139,6 +152,7 @@ func run(o options, baseline string) error {
 		fmt.Printf("\n== %s\n", r.label)
 		kube.resetCounts()
 		ro := o
+		ro.rmArgs = r.args
 		if i > 0 {
 			ro.profiles = "" // the baseline may not have --profiling
 		}
@@ -151,6 +165,7 @@ func run(o options, baseline string) error {
 		if len(unknown) > 0 {
 			return fmt.Errorf("%s asked the stand-in API server for what it does not serve: %s", r.label, strings.Join(unknown, ", "))
 		}
+		res.baseline = r.baseline
 		results = append(results, res)
 	}
 	printTable(o, results)

@@ -26,6 +26,9 @@ import (
 // finish leaves its fields zero and says so in reached.
 type result struct {
 	label string
+	// baseline marks the revision today's code is compared with (a gain
+	// column follows it, and no target verdict).
+	baseline bool
 	// setup is submitting and registering every AM; fill, from their asks
 	// to the last container granted to them.
 	setup, fill time.Duration
@@ -84,6 +87,7 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	if o.profiles != "" {
 		rm.Args = append(rm.Args, "--profiling")
 	}
+	rm.Args = append(rm.Args, o.rmArgs...)
 	if err := rm.Start(ctx); err != nil {
 		return nil, err
 	}

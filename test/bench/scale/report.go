@@ -50,27 +50,38 @@ func printTable(o options, results []*result) {
 	fmt.Printf("\n%d nodes, %d applications in %d queues holding %d containers, AMs heartbeating every %s for %s\n\n",
 		o.nodes, o.apps, o.queues, o.apps*o.containers, o.heartbeat, o.steady)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	head := []string{"", results[0].label}
-	if len(results) > 1 {
-		head = append(head, results[1].label, "gain (today vs baseline)")
+	// A column per run; the baseline's is followed by today's gain over
+	// it, and the target column judges every run but the baseline.
+	head := []string{""}
+	for _, res := range results {
+		head = append(head, res.label)
+		if res.baseline {
+			head = append(head, "gain (today vs baseline)")
+		}
 	}
 	head = append(head, "target")
 	fmt.Fprintln(w, strings.Join(head, "\t"))
 	for _, r := range rows {
 		cells := []string{r.name}
 		today, okToday := r.value(results[0])
-		cells = append(cells, cell(r, today, okToday))
-		if len(results) > 1 {
-			base, okBase := r.value(results[1])
-			cells = append(cells, cell(r, base, okBase), ratio(r, today, base, okToday && okBase))
+		var verdicts []string
+		bound := ""
+		for _, res := range results {
+			v, ok := r.value(res)
+			cells = append(cells, cell(r, v, ok))
+			if res.baseline {
+				cells = append(cells, ratio(r, today, v, okToday && ok))
+				continue
+			}
+			if r.target != nil && ok {
+				b, met := r.target(v)
+				bound = b
+				verdicts = append(verdicts, map[bool]string{true: "met", false: "NOT met"}[met])
+			}
 		}
 		verdict := ""
-		if r.target != nil && okToday {
-			bound, met := r.target(today)
-			verdict = bound + ": met"
-			if !met {
-				verdict = bound + ": NOT met"
-			}
+		if len(verdicts) > 0 {
+			verdict = bound + ": " + strings.Join(verdicts, ", ")
 		}
 		cells = append(cells, verdict)
 		fmt.Fprintln(w, strings.Join(cells, "\t"))

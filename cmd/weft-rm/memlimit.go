@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// cgroupMemoryMax is cgroup v2's memory limit of the process's cgroup: in
+// a container, the container's (resources.limits.memory).
+const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+
+// memoryLimit returns the soft memory limit --memory-limit asks for, in
+// bytes: a quantity ("400Mi", "1073741824"), or a percentage ("90%") of the
+// container's memory limit as readLimit reads it. Zero, with no error,
+// sets none: an empty flag (the Go runtime's own GOMEMLIMIT, if set, then
+// applies), or a percentage of no limit.
+//
+// A soft limit makes the Go runtime collect more often as the heap nears
+// it instead of letting it grow to twice what is live (GOGC=100): the
+// resident memory of a large cluster's RM (issue 18) is then bounded by
+// the limit and what is live, at the cost of CPU spent collecting. It is
+// not a hard limit: past it the heap grows, and the kernel's OOM killer
+// at the container's limit is what stops it.
+func memoryLimit(flag string, readLimit func() (int64, error)) (int64, error) {
+	switch {
+	case flag == "":
+		return 0, nil
+	case strings.HasSuffix(flag, "%"):
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(flag, "%"), 64)
+		if err != nil || pct <= 0 || pct > 100 {
+			return 0, fmt.Errorf("--memory-limit %q: want a percentage in (0, 100]", flag)
+		}
+		limit, err := readLimit()
+		if err != nil || limit <= 0 {
+			return 0, err
+		}
+		return int64(float64(limit) * pct / 100), nil
+	}
+	q, err := resource.ParseQuantity(flag)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a positive quantity such as 400Mi, or a percentage such as 90%%", flag)
+	}
+	return q.Value(), nil
+}
+
+// cgroupLimit reads cgroup v2's memory.max: 0 for "max" (no limit) or
+// when there is no cgroup v2 file to read.
+func cgroupLimit() (int64, error) {
+	b, err := os.ReadFile(cgroupMemoryMax)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("container memory limit: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("container memory limit %s: %q: %w", cgroupMemoryMax, s, err)
+	}
+	return n, nil
+}
+
+// setMemoryLimit applies --memory-limit and returns the limit set, 0 for
+// none.
+func setMemoryLimit(flag string) (int64, error) {
+	limit, err := memoryLimit(flag, cgroupLimit)
+	if err != nil || limit == 0 {
+		return 0, err
+	}
+	debug.SetMemoryLimit(limit)
+	return limit, nil
+}
