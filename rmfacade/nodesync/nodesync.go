@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,6 +74,9 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, e
 	}
 	// Watches, not lists: a node's sync reads its pods from an index.
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	if err := nodes.SetTransform(trimmed); err != nil {
+		return nil, fmt.Errorf("trim nodes: %w", err)
+	}
 	pods, own := opts.Pods, opts.Pods == nil
 	if own {
 		pods = LivePods(client)
@@ -97,9 +101,28 @@ func (s *Syncer) KubeNode(name string) (*corev1.Node, bool) {
 // LivePods is an informer of every pod that has not ended, in all
 // namespaces: the API server filters out the ended ones.
 func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {
-	return coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+	inf := coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
 	})
+	_ = inf.SetTransform(trimmed) // cannot fail on an informer not yet started
+	return inf
+}
+
+// trimmed drops, before the watches store an object, what none of their
+// readers uses and what is much of an object as the API server sends it
+// (issue 18: the RM holds every live pod and every node of a 10,000-node
+// cluster): managedFields, server-side apply's record of who set which
+// field, often a third of a pod; and a Node's list of the images it holds
+// (kubelet reports up to 50, with their digests). kube-scheduler and
+// controller-runtime's caches drop managedFields the same way.
+func trimmed(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return obj, nil
 }
 
 // CNRResource is Katalyst's CustomNodeResource (cluster-scoped, one per

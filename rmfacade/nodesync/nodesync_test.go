@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
@@ -231,5 +232,51 @@ func TestUtilizationFromWeftAgent(t *testing.T) {
 		if u := snap.Node(name + ":8041").Utilization; u != nil {
 			t.Errorf("%s: utilization %+v, want none", name, *u)
 		}
+	}
+}
+
+// The watches keep neither managedFields nor a node's image list: the RM
+// holds every live pod and node of the cluster (issue 18).
+func TestWatchesTrimObjects(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	n := node("n1", true, func(n *corev1.Node) {
+		n.ManagedFields = managed
+		n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example/app@sha256:00"}, SizeBytes: 1 << 20}}
+	})
+	p := pod("p1", "n1", "default-scheduler", nil, "1", "1Gi")
+	p.ManagedFields = managed
+	client := fake.NewClientset(n, p)
+	s, err := New(newRM(t), client, Options{NMPort: 8041})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	if err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := s.KubeNode("n1")
+	if !ok {
+		t.Fatal("node n1 not watched")
+	}
+	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 {
+		t.Errorf("node kept managedFields %v, images %v", got.ManagedFields, got.Status.Images)
+	}
+	if got.Status.Allocatable.Cpu().String() != "8" {
+		t.Errorf("node lost its allocatable: %v", got.Status.Allocatable)
+	}
+	pods, err := s.podsOn("n1")
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("pods on n1: %v, %v", pods, err)
+	}
+	if len(pods[0].ManagedFields) != 0 {
+		t.Errorf("pod kept managedFields %v", pods[0].ManagedFields)
+	}
+	// The trim applies to what a deletion's tombstone carries too, or
+	// leaves it as it is.
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p1", Obj: p}
+	if out, err := trimmed(tomb); err != nil || out.(cache.DeletedFinalStateUnknown).Key != "ns/p1" {
+		t.Errorf("tombstone: %v, %v", out, err)
 	}
 }
