@@ -334,6 +334,8 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 		App: g.Container.Attempt.App.String(), Attempt: g.Container.Attempt.String(), Container: g.Container.String(),
 		User: g.User, Queue: g.Queue, Tier: g.Tier, MemoryMB: g.Resource.MemoryMB, VCores: g.Resource.VCores,
 		NodeName: c.GetNodeId().GetHost(), NMPort: a.b.nmPort, RM: a.b.clusterID, Namespace: a.b.namespace,
+		// kwok runs any image: none is pulled.
+		Runtime: translator.Runtime{Image: "fake"},
 	})
 	if err != nil {
 		return fmt.Errorf("pod of %s: %w", g.Container, err)

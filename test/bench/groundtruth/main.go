@@ -347,9 +347,10 @@ func report(c clock, nodes []*corev1.Node, pods map[string][]*corev1.Pod, m *met
 }
 
 // createPool installs the TidePool CRD and the scenario's pool over the
-// fleet's nodes.
+// fleet's nodes, and the weft profile's PriorityClasses.
 func createPool(ctx context.Context, f *kwokfleet.Fleet, spec v1alpha1.TidePoolSpec) error {
-	if _, err := f.Cluster.Apply(ctx, "deploy/crds/weft.io_tidepools.yaml"); err != nil {
+	// The CRD, and the tiers' PriorityClasses Weft's pods name.
+	if _, err := f.Cluster.Apply(ctx, "deploy/crds/weft.io_tidepools.yaml", "deploy/profiles/weft/priorityclasses.yaml"); err != nil {
 		return err
 	}
 	scheme, err := tide.NewScheme()

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
@@ -41,6 +43,7 @@ type fakeKernel struct {
 	sc    *sim.Scenario
 
 	last   time.Time
+	quota  int64                    // the box's CPU quota in millicores, -1 unlimited
 	busy   time.Duration            // /proc/stat's busy time
 	podCPU map[string]time.Duration // batch pods' cgroups and their CPU time, by UID
 }
@@ -56,7 +59,7 @@ func (panicTB) Fatalf(format string, args ...any) { panic(fmt.Errorf(format, arg
 // newFakeKernel lays out node name's files under dir.
 func newFakeKernel(dir, name string, sc *sim.Scenario, now time.Time) (k *fakeKernel, err error) {
 	defer recoverInto(&err)
-	k = &fakeKernel{name: name, proc: filepath.Join(dir, "proc"), sc: sc, last: now, podCPU: map[string]time.Duration{},
+	k = &fakeKernel{name: name, proc: filepath.Join(dir, "proc"), sc: sc, last: now, quota: -1, podCPU: map[string]time.Duration{},
 		alloc: colocation.Amount{MilliCPU: sc.Cluster.MilliCPU, Memory: sc.Cluster.MemoryGiB << 30}}
 	if err := os.MkdirAll(k.proc, 0o755); err != nil {
 		return nil, err
@@ -99,12 +102,17 @@ func (k *fakeKernel) advance(now time.Time, online int, batch []batchUse) (l loa
 		l.BatchMemory += b.Bytes
 	}
 	avail := k.alloc.MilliCPU - l.OnlineMilliCPU
-	quota, period, err := k.fs.CPUQuota(k.box)
-	if err != nil {
-		return load{}, fmt.Errorf("node %s: the box's quota: %w", k.name, err)
+	if quota, period, err := k.fs.CPUQuota(k.box); err == nil {
+		k.quota = -1
+		if quota > 0 && period > 0 {
+			k.quota = int64(float64(quota) / float64(period) * 1000)
+		}
 	}
-	if quota > 0 && period > 0 {
-		avail = min(avail, int64(float64(quota)/float64(period)*1000))
+	// Else the agent is rewriting the file this instant (the kernel's
+	// files change in place, a test tree's are truncated and written):
+	// its last value holds, as in the kernel.
+	if k.quota >= 0 {
+		avail = min(avail, k.quota)
 	}
 	rate := 1.0
 	if demand > 0 && avail < demand {
@@ -167,9 +175,12 @@ func writeAtomic(name, content string) error {
 	return os.Rename(tmp, name)
 }
 
-// startAgent runs the node plugin's colocation agent for node k (its own
-// code, under its own controller-runtime manager, as weft-nodeplugin
-// runs it) over k's files, with cfg.
+// startAgent runs the node plugin's colocation agent for node k over k's
+// files, with cfg: its own code, reading through its own manager's cache
+// (colocation.NewManager, as weft-nodeplugin builds it), each reconcile
+// run when the last one asked to be requeued, as its controller runs it.
+// (Several agents in one process cannot each register the controller:
+// controller-runtime wants its name unique per process.)
 func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocation.Config) error {
 	o := colocation.Options{NodeName: k.name, Defaults: cfg, Profile: translator.Weft, FS: k.fs, ProcRoot: k.proc,
 		Box: &colocation.Box{FS: k.fs}, NumCPU: int(k.alloc.MilliCPU / 1000),
@@ -179,12 +190,26 @@ func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocat
 		return fmt.Errorf("node %s: %w", k.name, err)
 	}
 	agent := colocation.NewAgent(mgr.GetClient(), mgr.GetEventRecorderFor("weft-colocation"), o)
-	if err := agent.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("node %s: agent: %w", k.name, err)
-	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, fs.ErrClosed) {
-			fmt.Fprintf(os.Stderr, "groundtruth: node %s: agent stopped: %v\n", k.name, err)
+			fmt.Fprintf(os.Stderr, "groundtruth: node %s: agent's manager stopped: %v\n", k.name, err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("node %s: agent's cache: %w", k.name, ctx.Err())
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: k.name}}
+	go func() {
+		for {
+			res, err := agent.Reconcile(ctx, req)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "groundtruth: node %s: agent: %v\n", k.name, err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(max(res.RequeueAfter, minAgentInterval)):
+			}
 		}
 	}()
 	return nil

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/weft-sh/weft/scheduler/sim"
@@ -60,15 +61,8 @@ func scaleOnline(ctx context.Context, cl kubernetes.Interface, c clock, s *sim.S
 		if err := sleepUntil(ctx, c.Wall(at)); err != nil {
 			return err
 		}
-		sc, err := cl.AppsV1().Deployments(onlineNS).GetScale(ctx, onlineApp, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("online scale: %w", err)
-		}
-		if int(sc.Spec.Replicas) == n {
-			continue
-		}
-		sc.Spec.Replicas = int32(n)
-		if _, err := cl.AppsV1().Deployments(onlineNS).UpdateScale(ctx, onlineApp, sc, metav1.UpdateOptions{}); err != nil {
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		if _, err := cl.AppsV1().Deployments(onlineNS).Patch(ctx, onlineApp, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "scale"); err != nil {
 			return fmt.Errorf("online scale to %d: %w", n, err)
 		}
 	}
