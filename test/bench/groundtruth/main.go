@@ -180,6 +180,12 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	if err != nil {
 		return nil, err
 	}
+	maxMB, maxVCores := int64(8192), int64(4)
+	for _, m := range s.Batch.Mixes {
+		for _, z := range []sim.Size{m.AM, m.Worker} {
+			maxMB, maxVCores = max(maxMB, int64(z.MemoryGiB*1024)), max(maxVCores, z.MilliCPU/1000)
+		}
+	}
 	addrs, err := e2e.FreeAddrs(3)
 	if err != nil {
 		return nil, err
@@ -187,7 +193,10 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	rm := &e2e.RM{Bin: filepath.Join(f.Bin, "weft-rm"), DataDir: filepath.Join(f.Work, "rm"), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2],
 		Args: []string{"--kubeconfig", f.Cluster.Kubeconfig, "--local-node=false", "--profile", "weft", "--queues", queues,
 			"--cluster-id", clusterID, "--namespace", jobsNS, "--nm-key-file", filepath.Join(f.Work, "nm-key"), "--nm-port", fmt.Sprint(nmPort),
-			"--preemption-grace", p.PreemptionGrace.String(), "--node-cooldown", p.NodeCooldown.String()}}
+			"--preemption-grace", p.PreemptionGrace.String(), "--node-cooldown", p.NodeCooldown.String(),
+			// The scenario's executors are larger than YARN's default
+			// largest container; an operator raises it the same way.
+			"--maximum-allocation-mb", fmt.Sprint(maxMB), "--maximum-allocation-vcores", fmt.Sprint(maxVCores)}}
 	if err := rm.Start(ctx); err != nil {
 		return nil, fmt.Errorf("weft-rm: %w", err)
 	}
