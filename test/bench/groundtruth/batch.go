@@ -189,8 +189,10 @@ func (a *am) start(ctx context.Context, name string) error {
 	if err := call(ctx, c, clientProtocol, "getNewApplication", &yarnpb.GetNewApplicationRequestProto{}, na); err != nil {
 		return err
 	}
-	tags := []string{translator.TagMinWorkers + strconv.Itoa(a.j.Min), translator.TagHighPriorities + strconv.Itoa(amPriority),
-		translator.TagMaxWorkers + strconv.Itoa(a.j.Min+a.j.Elastic)}
+	// No weft.max-workers: weft-rm would hold quota for every worker the
+	// job may still run, which the simulation's applications do not
+	// declare (with it, the first job's reserve starved the others).
+	tags := []string{translator.TagMinWorkers + strconv.Itoa(a.j.Min), translator.TagHighPriorities + strconv.Itoa(amPriority)}
 	err = call(ctx, c, clientProtocol, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: na.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String(a.j.Queue), UnmanagedAm: proto.Bool(true),
 		ApplicationType: proto.String(a.mix.Name), ApplicationTags: tags, Resource: resourceOf(a.mix.AM),

@@ -142,8 +142,26 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("real run: %w", err)
 	}
-	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
+	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
+	// Where CPU differs, its parts say which side of the model it is.
+	for _, r := range []*sim.Result{rs[0], real} {
+		on, batch := split(r.Samples)
+		fmt.Printf("  %-18s CPU avg: online %.1f%% + batch %.1f%%\n", r.Policy, on, batch)
+	}
+	fmt.Println()
 	return sim.WriteComparison(os.Stdout, sim.Compare(rs[0], real))
+}
+
+// split is the samples' average online and batch CPU, in percent.
+func split(samples []sim.Sample) (online, batch float64) {
+	for _, s := range samples {
+		online += s.OnlineCPU
+		batch += s.BatchCPU
+	}
+	if n := float64(len(samples)); n > 0 {
+		online, batch = online/n, batch/n
+	}
+	return online, batch
 }
 
 const (
