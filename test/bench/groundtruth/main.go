@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,18 +235,22 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	// The nodes' kernels and agents.
 	c := clock{Wall0: time.Now().Add(3 * time.Second), Sim0: s.Start.Add(-s.WarmUp.Duration), Hour: o.hour}
 	kernels := make([]*fakeKernel, s.Cluster.Nodes)
+	agents := make([]*nodeAgent, s.Cluster.Nodes)
 	for i := range kernels {
 		name := kwokfleet.NodeName(i)
 		if kernels[i], err = newFakeKernel(filepath.Join(f.Work, "nodes", name), name, s, time.Now()); err != nil {
 			return nil, err
 		}
-		if err := startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent); err != nil {
+		if agents[i], err = startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent); err != nil {
 			return nil, err
 		}
 	}
 
 	factory := informers.NewSharedInformerFactory(cl, 0)
 	podInf, nodeInf := factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer()
+	if err := podInf.AddIndexers(cache.Indexers{"node": func(o any) ([]string, error) { return []string{o.(*corev1.Pod).Spec.NodeName}, nil }}); err != nil {
+		return nil, err
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
 		return nil, ctx.Err()
@@ -259,7 +264,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	fmt.Printf("\nreal run: %d jobs arrive, %d replica steps; ends at %s (in %s)\n", len(w.Jobs), len(w.Replicas), end.Format("15:04:05"), time.Until(end).Round(time.Second))
 
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 4+len(kernels))
 	goRun := func(fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -273,6 +278,25 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	goRun(func() error { return b.run(ctx, w.Jobs) })
 	maxPods := int(min(s.Cluster.MilliCPU/s.Online.PodMilliCPU, int64(float64(s.Cluster.MemoryGiB)/s.Online.PodMemoryGiB)))
 	tick := max(50*time.Millisecond, p.Agent.Interval.Duration/4)
+	var loadMu sync.Mutex
+	loads := make([]load, len(kernels))
+	for i, k := range kernels {
+		onNode := func() []*corev1.Pod {
+			objs, _ := podInf.GetIndexer().ByIndex("node", k.name)
+			pods := make([]*corev1.Pod, len(objs))
+			for j, o := range objs {
+				pods[j] = o.(*corev1.Pod)
+			}
+			return pods
+		}
+		goRun(func() error {
+			return runNode(ctx, k, agents[i], tick, onNode, b.uses, func(l load) {
+				loadMu.Lock()
+				loads[i] = l
+				loadMu.Unlock()
+			})
+		})
+	}
 	nextSample := c.Wall0
 	lastReport := time.Now()
 	for now := time.Now(); now.Before(end); now = time.Now() {
@@ -291,21 +315,10 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 		if err := bindOnline(ctx, cl, nodes, pods[onlineNS+"/"], maxPods); err != nil {
 			return nil, err
 		}
-		loads := make([]load, len(kernels))
-		for i, k := range kernels {
-			onNode := pods[k.name]
-			online := 0
-			for _, p := range onNode {
-				if p.Namespace == onlineNS && p.DeletionTimestamp == nil {
-					online++
-				}
-			}
-			if loads[i], err = k.advance(time.Now(), online, batchUses(onNode, b.uses)); err != nil {
-				return nil, err
-			}
-		}
 		if !time.Now().Before(nextSample) {
-			m.record(c.Sim(nextSample), loads)
+			loadMu.Lock()
+			m.record(c.Sim(nextSample), slices.Clone(loads))
+			loadMu.Unlock()
 			nextSample = nextSample.Add(p.Sample)
 		}
 		if time.Since(lastReport) > 30*time.Second {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,19 +176,29 @@ func writeAtomic(name, content string) error {
 	return os.Rename(tmp, name)
 }
 
-// startAgent runs the node plugin's colocation agent for node k over k's
+// nodeAgent is the node plugin's colocation agent for one fake node.
+type nodeAgent struct {
+	agent *colocation.Agent
+	req   reconcile.Request
+}
+
+// startAgent makes the node plugin's colocation agent for node k over k's
 // files, with cfg: its own code, reading through its own manager's cache
-// (colocation.NewManager, as weft-nodeplugin builds it), each reconcile
-// run when the last one asked to be requeued, as its controller runs it.
+// (colocation.NewManager, as weft-nodeplugin builds it). Its clock is
+// k's: the instant k's files were last brought to, so that the CPU
+// counters it reads and the time it divides them by agree, as a kernel's
+// counters agree with the clock. Its reconciles are run by k's loop
+// (runNode) when the last one asked to be requeued, as its controller
+// runs them — between two advances of the files, never during one.
 // (Several agents in one process cannot each register the controller:
 // controller-runtime wants its name unique per process.)
-func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocation.Config) error {
+func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocation.Config) (*nodeAgent, error) {
 	o := colocation.Options{NodeName: k.name, Defaults: cfg, Profile: translator.Weft, FS: k.fs, ProcRoot: k.proc,
-		Box: &colocation.Box{FS: k.fs}, NumCPU: int(k.alloc.MilliCPU / 1000),
+		Box: &colocation.Box{FS: k.fs}, NumCPU: int(k.alloc.MilliCPU / 1000), Now: func() time.Time { return k.last },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	mgr, err := colocation.NewManager(rc, o)
 	if err != nil {
-		return fmt.Errorf("node %s: %w", k.name, err)
+		return nil, fmt.Errorf("node %s: %w", k.name, err)
 	}
 	agent := colocation.NewAgent(mgr.GetClient(), mgr.GetEventRecorderFor("weft-colocation"), o)
 	go func() {
@@ -196,21 +207,42 @@ func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocat
 		}
 	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("node %s: agent's cache: %w", k.name, ctx.Err())
+		return nil, fmt.Errorf("node %s: agent's cache: %w", k.name, ctx.Err())
 	}
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: k.name}}
-	go func() {
-		for {
-			res, err := agent.Reconcile(ctx, req)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "groundtruth: node %s: agent: %v\n", k.name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(max(res.RequeueAfter, minAgentInterval)):
+	return &nodeAgent{agent: agent, req: reconcile.Request{NamespacedName: types.NamespacedName{Name: k.name}}}, nil
+}
+
+// runNode advances k's files every tick from the pods the API server has
+// on it (onNode) and runs its agent when due, and keeps the node's
+// latest load in out.
+func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duration, onNode func() []*corev1.Pod, uses *sync.Map,
+	out func(load)) error {
+	due := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(tick):
+		}
+		pods := onNode()
+		online := 0
+		for _, p := range pods {
+			if p.Namespace == onlineNS && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				online++
 			}
 		}
-	}()
-	return nil
+		l, err := k.advance(time.Now(), online, batchUses(pods, uses))
+		if err != nil {
+			return err
+		}
+		out(l)
+		if k.last.Before(due) {
+			continue
+		}
+		res, err := a.agent.Reconcile(ctx, a.req)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "groundtruth: node %s: agent: %v\n", k.name, err)
+		}
+		due = k.last.Add(max(res.RequeueAfter, minAgentInterval))
+	}
 }
