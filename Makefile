@@ -5,7 +5,7 @@ MODULE := github.com/weft-sh/weft
 BIN := bin
 PROTO_FILES := $(sort $(wildcard protos/hadoop/common/*.proto protos/hadoop/yarn/*.proto))
 
-.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench sim run run-embedded stop newcomer-test deploy images deps clean
+.PHONY: all build generate verify-generate test unit-test e2e-test fuzz fuzz-long bench sim sim-truth run run-embedded stop newcomer-test deploy images deps clean
 
 all: build
 
@@ -99,6 +99,15 @@ SIM_CONFIG ?= scheduler/sim/testdata/day.yaml
 SIM_OUT ?= .weft/sim
 sim:
 	$(GO) run ./cmd/weft-sim -config $(SIM_CONFIG) -out $(SIM_OUT) $(SIM_FLAGS)
+
+# weft-sim's ground truth (issue 17 item 5): SIM_CONFIG's day shrunk to a
+# few kwok nodes and hours compressed to minutes, simulated, then run for
+# real on kwokfleet's private control plane (never the e2e cluster)
+# through weft-rm, weft-tide and the node agent; prints both runs'
+# utilization and kill rate with their ratio, exit 1 if one is >15% off.
+# SIM_TRUTH_FLAGS passes its flags (-nodes, -hour, -from, -hours, -warm-up).
+sim-truth:
+	$(GO) run ./test/bench/groundtruth -config $(SIM_CONFIG) $(SIM_TRUTH_FLAGS)
 
 # Weft's main job on this machine: the local Kubernetes cluster, a
 # MiniDFSCluster and Weft deployed from deploy/, then an unmodified

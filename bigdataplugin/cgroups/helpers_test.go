@@ -16,7 +16,7 @@ import (
 // temporary directory.
 var layouts = []struct {
 	name string
-	make func(testing.TB, string) *cgroupstest.Tree
+	make func(cgroupstest.TB, string) *cgroupstest.Tree
 }{
 	{"v1", cgroupstest.V1},
 	{"v1 cpu,cpuacct", cgroupstest.V1Combined},

@@ -146,7 +146,7 @@ func onlinePod() *corev1.Pod {
 func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		tree func(testing.TB, string) *cgroupstest.Tree
+		tree func(cgroupstest.TB, string) *cgroupstest.Tree
 	}{{"v1", cgroupstest.V1}, {"v2", cgroupstest.V2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tree := tc.tree(t, t.TempDir())

@@ -19,7 +19,7 @@ import (
 func TestBoxEnforce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		tree func(testing.TB, string) *cgroupstest.Tree
+		tree func(cgroupstest.TB, string) *cgroupstest.Tree
 		file string
 	}{{"v1", cgroupstest.V1, "cpu.shares"}, {"v2", cgroupstest.V2, "cpu.weight"}} {
 		t.Run(tc.name, func(t *testing.T) {

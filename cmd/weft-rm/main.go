@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/server"
@@ -55,6 +57,9 @@ func main() {
 	flag.DurationVar(&cfg.AMExpiry, "am-expiry", 10*time.Minute, "a registered AM silent this long fails its attempt (yarn.am.liveness-monitor.expiry-interval-ms)")
 	flag.DurationVar(&cfg.Launcher.ContainerAllocationExpiry, "container-allocation-expiry", 10*time.Minute,
 		"a container its AM was given but never started is ended this long after it was granted (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms)")
+	// 0 keeps the RM's default (YARN's: 8192 MB, 4 vcores).
+	maxAllocMB := flag.Int64("maximum-allocation-mb", 0, "largest container memory an AM may ask for (yarn.scheduler.maximum-allocation-mb; 0: 8192)")
+	maxAllocVCores := flag.Int("maximum-allocation-vcores", 0, "largest container vcores an AM may ask for (yarn.scheduler.maximum-allocation-vcores; 0: 4)")
 	maxCompleted := flag.Int("max-completed-applications", rm.DefaultMaxCompletedApplications,
 		"completed applications kept, the most recently completed; older ones are removed with their attempts and containers; 0 keeps none "+
 			"(yarn.resourcemanager.max-completed-applications, and …state-store.max-completed-applications: this RM's memory is its state store)")
@@ -93,6 +98,9 @@ func main() {
 		}
 	}
 	cfg.RM.MaxCompletedApplications = maxCompleted
+	if *maxAllocMB > 0 || *maxAllocVCores > 0 {
+		cfg.RM.MaximumAllocation = records.Resource{MemoryMB: cmp.Or(*maxAllocMB, 8192), VCores: int32(cmp.Or(*maxAllocVCores, 4))}
+	}
 	if *nodesPct < 0 || *nodesPct > 100 {
 		fmt.Fprintf(os.Stderr, "weft-rm: --percentage-of-nodes-to-score %d is not within 0-100\n", *nodesPct)
 		os.Exit(2)

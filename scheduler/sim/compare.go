@@ -8,14 +8,15 @@ import (
 )
 
 // Ground truth (issue 17, item 5) is the same scenario, shrunk, run for
-// real on the local cluster through weft-rm, weft-tide and the node
-// agent, with the simulation's utilization and kill rate within 15% of the
-// real run's. The real run is not built yet: what it must produce is a
-// Result with the measures Compare reads (CPUAvg, MemAvg, TaskAttempts and
-// TasksKilled — from the node agents' weft_colocation_* series and weft-rm's
-// preemption and container counters over the same window), and its
-// scenario is this package's Scenario shrunk with WithNodes, so that the
-// simulation side is Run on the very same input.
+// real through weft-rm, weft-tide and the node agent, with the
+// simulation's utilization and kill rate within 15% of the real run's.
+// test/bench/groundtruth runs it on kwokfleet: its scenario is this
+// package's Scenario shrunk with WithNodes, so that the simulation side is
+// Run on the very same input, and the real run reports a Result with the
+// measures Compare reads (CPUAvg and MemAvg by Summarize over samples
+// measured the simulation's way, TaskAttempts and TasksKilled from its
+// AMs). This package imports neither test/ nor a Kubernetes client for
+// it.
 
 // Tolerance is how far the simulation may be from the real run, relative
 // to the real run's value.

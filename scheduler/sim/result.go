@@ -122,16 +122,23 @@ func (e *engine) finish() {
 	for _, p := range e.pending {
 		e.r.OnlineWaitMax = max(e.r.OnlineWaitMax, e.now.Sub(p.created))
 	}
-	var cpu, mem []float64
-	for _, s := range e.r.Samples {
-		cpu = append(cpu, s.CPU)
-		mem = append(mem, s.Memory)
-	}
-	e.r.CPUAvg, e.r.CPUP95 = mean(cpu), percentile(cpu, 95)
-	e.r.MemAvg, e.r.MemP95 = mean(mem), percentile(mem, 95)
+	e.r.Summarize()
 	if e.r.withOnline > 0 {
 		e.r.HotPercent = 100 * float64(e.r.hot) / float64(e.r.withOnline)
 	}
+}
+
+// Summarize sets the utilization averages and p95s from the samples: a
+// run measured elsewhere (the ground truth's real run) is summed up the
+// same way as a simulated one.
+func (r *Result) Summarize() {
+	var cpu, mem []float64
+	for _, s := range r.Samples {
+		cpu = append(cpu, s.CPU)
+		mem = append(mem, s.Memory)
+	}
+	r.CPUAvg, r.CPUP95 = mean(cpu), percentile(cpu, 95)
+	r.MemAvg, r.MemP95 = mean(mem), percentile(mem, 95)
 }
 
 func mean(v []float64) float64 {

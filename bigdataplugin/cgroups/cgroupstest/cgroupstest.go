@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +33,15 @@ type Usage struct {
 	InactiveFile uint64
 }
 
+// TB is what a Tree reports its own failures to: a test's testing.TB,
+// or a benchmark command's stand-in (test/bench/groundtruth lays out a
+// tree per fake node and fails its run the same way).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // Tree is a fake cgroup filesystem under Root. It is not safe for
 // concurrent use, but it replaces each file it writes atomically, so code
 // under test may read while the test changes usage.
@@ -43,7 +51,7 @@ type Tree struct {
 	// Driver names the cgroups AddPod makes (cgroupfs unless WithDriver).
 	Driver cgroups.Driver
 
-	tb          testing.TB
+	tb          TB
 	hierarchies []hierarchy // v2: one, holding every controller
 	own         map[string]Usage
 	procs       map[string][]int
@@ -61,7 +69,7 @@ const CPUs = 4
 
 // V1 lays out a cgroup v1 filesystem at root with separate cpu, cpuacct,
 // memory and cpuset hierarchies, as this project's build machine has.
-func V1(tb testing.TB, root string) *Tree {
+func V1(tb TB, root string) *Tree {
 	return newTree(tb, root, cgroups.V1, []hierarchy{
 		{filepath.Join(root, "cpu"), []string{"cpu"}},
 		{filepath.Join(root, "cpuacct"), []string{"cpuacct"}},
@@ -73,7 +81,7 @@ func V1(tb testing.TB, root string) *Tree {
 // V1Combined lays out a cgroup v1 filesystem whose cpu and cpuacct
 // controllers share one hierarchy, root/cpu,cpuacct, with root/cpu and
 // root/cpuacct symbolic links to it, as systemd mounts them.
-func V1Combined(tb testing.TB, root string) *Tree {
+func V1Combined(tb TB, root string) *Tree {
 	t := newTree(tb, root, cgroups.V1, []hierarchy{
 		{filepath.Join(root, "cpu,cpuacct"), []string{"cpu", "cpuacct"}},
 		{filepath.Join(root, "memory"), []string{"memory"}},
@@ -88,13 +96,13 @@ func V1Combined(tb testing.TB, root string) *Tree {
 }
 
 // V2 lays out a unified cgroup v2 filesystem at root.
-func V2(tb testing.TB, root string) *Tree {
+func V2(tb TB, root string) *Tree {
 	return newTree(tb, root, cgroups.V2, []hierarchy{
 		{root, []string{"cpu", "memory", "cpuset", "cgroup"}},
 	})
 }
 
-func newTree(tb testing.TB, root string, v cgroups.Version, hs []hierarchy) *Tree {
+func newTree(tb TB, root string, v cgroups.Version, hs []hierarchy) *Tree {
 	tb.Helper()
 	t := &Tree{
 		Root: root, Version: v, Driver: cgroups.Cgroupfs, tb: tb,

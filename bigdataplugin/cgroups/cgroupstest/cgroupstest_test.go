@@ -27,7 +27,7 @@ func read(t *testing.T, name string) string {
 func TestLayouts(t *testing.T) {
 	cases := []struct {
 		name  string
-		make  func(testing.TB, string) *cgroupstest.Tree
+		make  func(cgroupstest.TB, string) *cgroupstest.Tree
 		files map[string]string // path under root → exact content of a new cgroup "x"
 		links map[string]string
 	}{
@@ -112,7 +112,7 @@ func TestLayouts(t *testing.T) {
 }
 
 func TestAccounting(t *testing.T) {
-	for _, mk := range []func(testing.TB, string) *cgroupstest.Tree{cgroupstest.V1, cgroupstest.V1Combined, cgroupstest.V2} {
+	for _, mk := range []func(cgroupstest.TB, string) *cgroupstest.Tree{cgroupstest.V1, cgroupstest.V1Combined, cgroupstest.V2} {
 		tree := mk(t, t.TempDir())
 		t.Run(tree.Version.String(), func(t *testing.T) {
 			a := tree.AddPod(corev1.PodQOSBestEffort, "a", cgroupstest.Usage{CPU: time.Second, Memory: 1000, InactiveFile: 100}, 10)

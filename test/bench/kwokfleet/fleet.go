@@ -30,8 +30,11 @@ const NodeLabel = "type"
 
 // Options configures a fleet.
 type Options struct {
-	// Nodes is how many kwok nodes (32 CPU, 256 GiB, 110 pods each).
+	// Nodes is how many kwok nodes (NodeCPU, NodeMemory, 110 pods each).
 	Nodes int
+	// NodeCPU and NodeMemory are each node's capacity and allocatable
+	// (default 32 and 256Gi).
+	NodeCPU, NodeMemory resource.Quantity
 	// Keep leaves the control plane (and an earlier run's objects) up.
 	Keep bool
 	// Logs is where kwok's log goes, and the benchmark's processes' (a
@@ -107,7 +110,7 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 		return f, err
 	}
 	fmt.Printf("creating %d kwok nodes…\n", o.Nodes)
-	if err := f.createNodes(ctx, o.Nodes); err != nil {
+	if err := f.createNodes(ctx, o); err != nil {
 		return f, err
 	}
 	return f, f.waitNodesSchedulable(ctx, o.Nodes)
@@ -133,11 +136,17 @@ func (f *Fleet) ClientWith(qps float64, burst int) *kubernetes.Clientset {
 	return kubernetes.NewForConfigOrDie(&c)
 }
 
-func (f *Fleet) createNodes(ctx context.Context, n int) error {
-	return Parallel(ctx, n, 64, func(i int) error {
+func (f *Fleet) createNodes(ctx context.Context, o Options) error {
+	cpu, mem := o.NodeCPU, o.NodeMemory
+	if cpu.IsZero() {
+		cpu = resource.MustParse("32")
+	}
+	if mem.IsZero() {
+		mem = resource.MustParse("256Gi")
+	}
+	return Parallel(ctx, o.Nodes, 64, func(i int) error {
 		name := NodeName(i)
-		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-			corev1.ResourcePods: resource.MustParse("110")}
+		capacity := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem, corev1.ResourcePods: resource.MustParse("110")}
 		_, err := f.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kube.KwokNodeAnnotation: "fake"},
 				Labels: map[string]string{NodeLabel: "kwok", corev1.LabelHostname: name}},

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/weft-sh/weft/bigdataplugin/procstat"
+	"github.com/weft-sh/weft/scheduler/sim"
+)
+
+func TestClock(t *testing.T) {
+	wall0 := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	sim0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		hour    time.Duration
+		after   time.Duration // wall time after Wall0
+		wantSim time.Duration // simulated time after Sim0
+	}{
+		{"an hour in two minutes, two minutes in", 2 * time.Minute, 2 * time.Minute, time.Hour},
+		{"an hour in two minutes, a second in", 2 * time.Minute, time.Second, 30 * time.Second},
+		{"an hour in an hour", time.Hour, 90 * time.Minute, 90 * time.Minute},
+		{"an hour in a minute, before the start", time.Minute, -time.Second, -time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clock{Wall0: wall0, Sim0: sim0, Hour: tc.hour}
+			if got := c.Sim(wall0.Add(tc.after)).Sub(sim0); got != tc.wantSim {
+				t.Errorf("Sim: %s simulated, want %s", got, tc.wantSim)
+			}
+			if got := c.Wall(sim0.Add(tc.wantSim)).Sub(wall0); got != tc.after {
+				t.Errorf("Wall: %s of wall time, want %s", got, tc.after)
+			}
+			if got := c.Scale(tc.wantSim); got != tc.after {
+				t.Errorf("Scale(%s) = %s, want %s", tc.wantSim, got, tc.after)
+			}
+		})
+	}
+}
+
+func TestShrinkAndScale(t *testing.T) {
+	def := sim.DefaultScenario(5000)
+	s := shrink(def, 6, time.Hour, 5*time.Hour, 30*time.Minute)
+	if s.Cluster.Nodes != 6 || s.Cluster.MilliCPU != def.Cluster.MilliCPU {
+		t.Errorf("cluster %+v, want 6 nodes of the default's size", s.Cluster)
+	}
+	if want := def.Batch.Mixes[0].PerHour * 6 / 5000; s.Batch.Mixes[0].PerHour != want {
+		t.Errorf("spark arrives %g an hour, want %g (scaled with the nodes)", s.Batch.Mixes[0].PerHour, want)
+	}
+	if got := s.Start.UTC(); got != time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC) || s.Duration.Duration != 5*time.Hour || s.WarmUp.Duration != 30*time.Minute {
+		t.Errorf("window %s for %s after %s, want 01:00 for 5h after 30m", got, s.Duration.Duration, s.WarmUp.Duration)
+	}
+	if len(s.Policies) != 1 || s.Policies[0] != sim.TideReclaim || s.Colocation.CPUSet {
+		t.Errorf("policies %v, cpuset %v: want the real stack's one policy, no cpuset", s.Policies, s.Colocation.CPUSet)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := scaled(s, clock{Hour: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][2]time.Duration{
+		"notice":           {p.Tide.Notice.Duration, s.Tide.Notice.Duration / 30},
+		"agent interval":   {p.Agent.Interval.Duration, s.Intervals.Agent.Duration / 30},
+		"peak window":      {p.Agent.PeakWindow.Duration, s.Colocation.PeakWindow.Duration / 30},
+		"cooldown":         {p.Agent.Cooldown.Duration, s.Colocation.Cooldown.Duration / 30},
+		"preemption grace": {p.PreemptionGrace, s.Intervals.PreemptionGrace.Duration / 30},
+		"sample":           {p.Sample, s.Intervals.Sample.Duration / 30},
+		"heartbeat":        {p.Heartbeat, s.Intervals.Schedule.Duration / 30},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("%s: %s of wall time, want %s", name, got[0], got[1])
+		}
+	}
+	if s.Tide.Notice.Duration != 10*time.Minute {
+		t.Errorf("scaling changed the scenario's own notice to %s", s.Tide.Notice.Duration)
+	}
+	// An hour in ten seconds: the agent's 30 s interval would be 83 ms.
+	if _, err := scaled(s, clock{Hour: 10 * time.Second}); err == nil || !strings.Contains(err.Error(), "compress less") {
+		t.Errorf("too strong a compression: err %v, want one saying to compress less", err)
+	}
+}
+
+func TestMeter(t *testing.T) {
+	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	m := &meter{MilliCPU: 10000, Memory: 100, Nodes: 2, From: start}
+	// A warm-up sample and task, not measured.
+	m.record(start.Add(-time.Minute), []load{{OnlineMilliCPU: 10000}, {OnlineMilliCPU: 10000}})
+	m.started(start.Add(-time.Minute))
+	m.killedTask(start.Add(-time.Second))
+	// 30% and 60% of the CPU; memory 50%, then over the top (capped).
+	m.record(start, []load{{OnlineMilliCPU: 2000, BatchMilliCPU: 1000, OnlineMemory: 50}, {OnlineMilliCPU: 3000, OnlineMemory: 50}})
+	m.record(start.Add(time.Minute), []load{{OnlineMilliCPU: 6000, BatchMilliCPU: 6000, OnlineMemory: 150}, {OnlineMemory: 100}})
+	for range 8 {
+		m.started(start)
+	}
+	m.killedTask(start.Add(time.Minute))
+	r := m.result()
+	if len(r.Samples) != 2 {
+		t.Fatalf("%d samples measured, want 2 (the warm-up's left out)", len(r.Samples))
+	}
+	if r.CPUAvg != 45 || r.MemAvg != 75 || r.CPUP95 != 60 || r.MemP95 != 100 {
+		t.Errorf("CPU avg %g p95 %g, memory avg %g p95 %g; want 45, 60, 75, 100", r.CPUAvg, r.CPUP95, r.MemAvg, r.MemP95)
+	}
+	if r.TaskAttempts != 8 || r.TasksKilled != 1 || r.KillRate() != 12.5 {
+		t.Errorf("%d attempts, %d killed (%g%%), want 8, 1 (12.5%%)", r.TaskAttempts, r.TasksKilled, r.KillRate())
+	}
+}
+
+func TestPlaceOnline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending []string
+		perNode map[string]int
+		maxPods int
+		want    []placement
+	}{
+		{"emptiest first, by name among equals", []string{"a", "b", "c"}, map[string]int{"n1": 1, "n2": 0, "n3": 0}, 8,
+			[]placement{{"a", "n2"}, {"b", "n3"}, {"c", "n1"}}},
+		{"full nodes take none", []string{"a", "b"}, map[string]int{"n1": 2, "n2": 1}, 2,
+			[]placement{{"a", "n2"}, {"b", ""}}},
+		{"no node", []string{"a"}, map[string]int{}, 8, []placement{{"a", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := placeOnline(tc.pending, tc.perNode, tc.maxPods)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// The kernel double: the agent's readers see online and batch usage as
+// the model says, batch CPU held within the box's quota and what online
+// work leaves.
+func TestFakeKernel(t *testing.T) {
+	s := shrink(sim.DefaultScenario(5000), 6, 0, time.Hour, 0)
+	t0 := time.Now()
+	k, err := newFakeKernel(t.TempDir(), "n", &s, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s.Online
+	onlineMilli := int64(4*float64(o.PodMilliCPU)*o.CPUUsageRatio) + s.Cluster.SystemMilliCPU
+	batch := []batchUse{{UID: "u1", MilliCPU: 4000, Bytes: 8 << 30}, {UID: "u2", MilliCPU: 4000, Bytes: 8 << 30}}
+	l, err := k.advance(t0.Add(10*time.Second), 4, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.OnlineMilliCPU != onlineMilli || l.BatchMilliCPU != 8000 || l.BatchMemory != 16<<30 {
+		t.Errorf("load %+v, want online %dm, batch 8000m and 16 GiB", l, onlineMilli)
+	}
+	cpu, err := procstat.CPU(k.proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Duration(onlineMilli+8000) * 10 * time.Second / 1000; cpu.Busy != want.Truncate(10*time.Millisecond) {
+		t.Errorf("/proc/stat busy %s, want %s", cpu.Busy, want)
+	}
+	used, err := k.fs.CPUUsage(k.fs.PodPath(corev1.PodQOSBestEffort, "u1"))
+	if err != nil || used != 40*time.Second {
+		t.Errorf("pod u1's cpuacct.usage %s (%v), want 40s", used, err)
+	}
+	mem, err := procstat.Memory(k.proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := s.Cluster.MemoryGiB << 30
+	wantUsed := uint64(total>>10-(total-l.OnlineMemory-l.BatchMemory)>>10) << 10 // in kB, as meminfo
+	if mem.Used() != wantUsed {
+		t.Errorf("meminfo used %d, want %d", mem.Used(), wantUsed)
+	}
+
+	// The agent boxes batch work to 2 cores: the kernel holds it there.
+	if err := k.fs.SetCPUQuota(k.box, 200*time.Millisecond, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	l, err = k.advance(t0.Add(20*time.Second), 4, batch[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.BatchMilliCPU != 2000 {
+		t.Errorf("batch %dm under a 2-core quota, want 2000m", l.BatchMilliCPU)
+	}
+	if used, _ := k.fs.CPUUsage(k.fs.PodPath(corev1.PodQOSBestEffort, "u1")); used != 60*time.Second {
+		t.Errorf("pod u1's usage %s, want 60s (20s more at 2 cores)", used)
+	}
+	if _, err := os.Stat(filepath.Join(k.tree.Root, "cpuacct", k.fs.PodPath(corev1.PodQOSBestEffort, "u2"))); !os.IsNotExist(err) {
+		t.Errorf("the ended pod u2's cgroup is still there (%v)", err)
+	}
+}

@@ -1,0 +1,442 @@
+// Command groundtruth checks weft-sim against the real thing (issue 17,
+// item 5): the same scenario, shrunk to a few kwok nodes and a few hours
+// of the day compressed to minutes, is simulated (sim.Run, the simulator's
+// own code path) and then run for real on kwokfleet's private control
+// plane, through weft-rm, weft-tide and the node agent; it prints both
+// runs' average CPU and memory utilization and batch task kill rate, their
+// ratio, and exits 1 if any is more than 15% off (sim.Tolerance).
+//
+// The real run (see README.md, "weft-sim", for what is real and what is a
+// double):
+//
+//   - weft-rm (profile weft) and weft-tide run as processes, built from
+//     this tree, with the scenario's queues and TidePool; their periods
+//     (the pool's notice, the RM's preemption grace and node cooldown) are
+//     the scenario's on the compressed clock (clock.go).
+//   - Each kwok node has the node plugin's colocation agent, its own code
+//     under its own manager, reading a cgroup tree and /proc in the
+//     kernel's formats that a kernel double advances from the scenario's
+//     usage model, holding batch pods within the big box's quota the agent
+//     writes (node.go); the agent publishes weft.io/reclaimed-* on the
+//     Node, which weft-rm offers.
+//   - The online service is a Deployment (kube-controller-manager runs its
+//     ReplicaSet) resized by the workload's curve, as an HPA would; the
+//     fleet runs no kube-scheduler, so its replicas are bound by the
+//     simulation's placement rule through the Binding API (online.go).
+//   - Each batch job is a Go AM over weft-rm's client and AM protocols: it
+//     asks for its AM stand-in and gang, then elastic workers, runs a task
+//     per container (Spark-like jobs reuse them), and counts a task killed
+//     when the RM completes its container first (batch.go).
+//
+// Utilization is measured at each of the scenario's samples from the
+// pods on each node as the API server has them, by the usage model, with
+// batch CPU as the kernel double let it run (measure.go).
+//
+//	go run ./test/bench/groundtruth [-config scheduler/sim/testdata/day.yaml] [-nodes 6] [-hour 2m] [-from 1h] [-hours 5h] [-warm-up 1h]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/weft-sh/weft/protos/yarn/nmtokens"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/test/bench/kwokfleet"
+	"github.com/weft-sh/weft/test/e2e"
+	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator/masterkey"
+)
+
+type options struct {
+	config                  string
+	nodes                   int
+	hour, from, hours, warm time.Duration
+	keep                    bool
+	logs                    string
+}
+
+func main() {
+	ctrllog.SetLogger(logr.Discard())
+	var o options
+	flag.StringVar(&o.config, "config", "", "scenario YAML (default: sim.DefaultScenario, the default day)")
+	flag.IntVar(&o.nodes, "nodes", 6, "kwok nodes the scenario is shrunk to")
+	flag.DurationVar(&o.hour, "hour", 2*time.Minute, "wall time of one simulated hour")
+	flag.DurationVar(&o.from, "from", time.Hour, "time of day the measured window starts at")
+	flag.DurationVar(&o.hours, "hours", 5*time.Hour, "simulated length of the measured window")
+	flag.DurationVar(&o.warm, "warm-up", time.Hour, "simulated warm-up before the window, not measured")
+	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the control plane up")
+	flag.StringVar(&o.logs, "logs", "", "keep weft-rm's, weft-tide's and kwok's logs in this directory")
+	flag.Parse()
+	off, err := run(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "groundtruth:", err)
+		os.Exit(2)
+	}
+	if off > 0 {
+		fmt.Printf("%d measure(s) off by more than %.0f%%\n", off, sim.Tolerance*100)
+		os.Exit(1)
+	}
+}
+
+func run(o options) (int, error) {
+	s := sim.DefaultScenario(5000)
+	if o.config != "" {
+		var err error
+		if s, err = sim.LoadScenario(o.config); err != nil {
+			return 0, err
+		}
+	}
+	s = shrink(s, o.nodes, o.from, o.hours, o.warm)
+	if err := s.Validate(); err != nil {
+		return 0, err
+	}
+	probe := clock{Hour: o.hour}
+	p, err := scaled(s, probe)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Printf("scenario: %d nodes, %s from %s after %s of warm-up, one hour in %s (×%.0f): notice %s, preemption grace %s, agent every %s\n",
+		s.Cluster.Nodes, s.Duration.Duration, s.Start.UTC().Format("15:04"), s.WarmUp.Duration, o.hour, probe.factor(),
+		p.Tide.Notice.Duration, p.PreemptionGrace, p.Agent.Interval.Duration)
+
+	t0 := time.Now()
+	rs, err := sim.Run(context.Background(), s, 1)
+	if err != nil {
+		return 0, fmt.Errorf("simulate: %w", err)
+	}
+	fmt.Printf("\nsimulated in %.1fs:\n", time.Since(t0).Seconds())
+	if err := sim.WriteTable(os.Stdout, rs); err != nil {
+		return 0, err
+	}
+
+	wall := o.hour * time.Duration((s.Duration.Duration+s.WarmUp.Duration)/time.Hour+1)
+	var real *sim.Result
+	err = kwokfleet.Run(wall+10*time.Minute, kwokfleet.Options{Nodes: s.Cluster.Nodes, Keep: o.keep, Logs: o.logs,
+		NodeCPU:    *resource.NewMilliQuantity(s.Cluster.MilliCPU, resource.DecimalSI),
+		NodeMemory: *resource.NewQuantity(s.Cluster.MemoryGiB<<30, resource.BinarySI)},
+		func(ctx context.Context, f *kwokfleet.Fleet) error {
+			var err error
+			real, err = realRun(ctx, f, &s, o, p)
+			return err
+		})
+	if err != nil {
+		return 0, fmt.Errorf("real run: %w", err)
+	}
+	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
+	// Where CPU differs, its parts say which side of the model it is.
+	for _, r := range []*sim.Result{rs[0], real} {
+		on, batch := split(r.Samples)
+		fmt.Printf("  %-18s CPU avg: online %.1f%% + batch %.1f%%\n", r.Policy, on, batch)
+	}
+	fmt.Println()
+	return sim.WriteComparison(os.Stdout, sim.Compare(rs[0], real))
+}
+
+// split is the samples' average online and batch CPU, in percent.
+func split(samples []sim.Sample) (online, batch float64) {
+	for _, s := range samples {
+		online += s.OnlineCPU
+		batch += s.BatchCPU
+	}
+	if n := float64(len(samples)); n > 0 {
+		online, batch = online/n, batch/n
+	}
+	return online, batch
+}
+
+const (
+	poolName  = "groundtruth"
+	clusterID = "groundtruth"
+	jobsNS    = "weft-jobs"
+	nmPort    = 8041
+)
+
+// realRun plays the scenario on the fleet and returns its measures.
+func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options, p periods) (*sim.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl := f.Client
+	for _, ns := range []string{jobsNS} {
+		if _, err := cl.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	if err := createOnline(ctx, cl, s.Online); err != nil {
+		return nil, err
+	}
+	if err := createPool(ctx, f, p.Tide); err != nil {
+		return nil, err
+	}
+
+	// weft-rm, with the scenario's queues and the NM master key the
+	// containers' tokens are checked with.
+	key, err := masterkey.FromFile(f.Work, "nm-key")
+	if err != nil {
+		return nil, err
+	}
+	queues, maxApps, err := writeQueues(f.Work, s)
+	if err != nil {
+		return nil, err
+	}
+	maxMB, maxVCores := int64(8192), int64(4)
+	for _, m := range s.Batch.Mixes {
+		for _, z := range []sim.Size{m.AM, m.Worker} {
+			maxMB, maxVCores = max(maxMB, int64(z.MemoryGiB*1024)), max(maxVCores, z.MilliCPU/1000)
+		}
+	}
+	addrs, err := e2e.FreeAddrs(3)
+	if err != nil {
+		return nil, err
+	}
+	rm := &e2e.RM{Bin: filepath.Join(f.Bin, "weft-rm"), DataDir: filepath.Join(f.Work, "rm"), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2],
+		Args: []string{"--kubeconfig", f.Cluster.Kubeconfig, "--local-node=false", "--profile", "weft", "--queues", queues,
+			"--cluster-id", clusterID, "--namespace", jobsNS, "--nm-key-file", filepath.Join(f.Work, "nm-key"), "--nm-port", fmt.Sprint(nmPort),
+			"--preemption-grace", p.PreemptionGrace.String(), "--node-cooldown", p.NodeCooldown.String(),
+			// The scenario's executors are larger than YARN's default
+			// largest container; an operator raises it the same way.
+			"--maximum-allocation-mb", fmt.Sprint(maxMB), "--maximum-allocation-vcores", fmt.Sprint(maxVCores)}}
+	if err := rm.Start(ctx); err != nil {
+		return nil, fmt.Errorf("weft-rm: %w", err)
+	}
+	defer func() {
+		rm.Stop()
+		if o.logs != "" {
+			os.WriteFile(filepath.Join(o.logs, "weft-rm.log"), []byte(rm.Logs()), 0o644)
+		}
+	}()
+	tideProc, err := kube.StartProcess(filepath.Join(f.Logs, "weft-tide.log"), filepath.Join(f.Bin, "weft-tide"), "--kubeconfig", f.Cluster.Kubeconfig,
+		"--leader-elect=false", "--busy-interval", max(100*time.Millisecond, p.Agent.Interval.Duration).String())
+	if err != nil {
+		return nil, err
+	}
+	defer tideProc.Stop()
+
+	// The nodes' kernels and agents.
+	c := clock{Wall0: time.Now().Add(3 * time.Second), Sim0: s.Start.Add(-s.WarmUp.Duration), Hour: o.hour}
+	kernels := make([]*fakeKernel, s.Cluster.Nodes)
+	agents := make([]*nodeAgent, s.Cluster.Nodes)
+	for i := range kernels {
+		name := kwokfleet.NodeName(i)
+		if kernels[i], err = newFakeKernel(filepath.Join(f.Work, "nodes", name), name, s, time.Now()); err != nil {
+			return nil, err
+		}
+		if agents[i], err = startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent); err != nil {
+			return nil, err
+		}
+	}
+
+	factory := informers.NewSharedInformerFactory(cl, 0)
+	podInf, nodeInf := factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer()
+	if err := podInf.AddIndexers(cache.Indexers{"node": func(o any) ([]string, error) { return []string{o.(*corev1.Pod).Spec.NodeName}, nil }}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
+		return nil, ctx.Err()
+	}
+	m := &meter{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30, Nodes: s.Cluster.Nodes, From: s.Start.Time}
+	b := &batch{cl: cl, clientAddr: rm.ClientAddr, sched: rm.SchedulerAddr, keys: nmtokens.New(key), sc: s, clock: c, meter: m,
+		heartbeat: p.Heartbeat, clusterID: clusterID, namespace: jobsNS, nmPort: nmPort, maxApps: maxApps, uses: &sync.Map{},
+		failures: make(chan error, 1)}
+	w := sim.Generate(*s)
+	end := c.Wall(s.Start.Add(s.Duration.Duration))
+	fmt.Printf("\nreal run: %d jobs arrive, %d replica steps; ends at %s (in %s)\n", len(w.Jobs), len(w.Replicas), end.Format("15:04:05"), time.Until(end).Round(time.Second))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 4+len(kernels))
+	goRun := func(fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		}()
+	}
+	goRun(func() error { return scaleOnline(ctx, cl, c, s, w.Replicas) })
+	goRun(func() error { return b.run(ctx, w.Jobs) })
+	maxPods := int(min(s.Cluster.MilliCPU/s.Online.PodMilliCPU, int64(float64(s.Cluster.MemoryGiB)/s.Online.PodMemoryGiB)))
+	tick := max(50*time.Millisecond, p.Agent.Interval.Duration/4)
+	var loadMu sync.Mutex
+	loads := make([]load, len(kernels))
+	for i, k := range kernels {
+		onNode := func() []*corev1.Pod {
+			objs, _ := podInf.GetIndexer().ByIndex("node", k.name)
+			pods := make([]*corev1.Pod, len(objs))
+			for j, o := range objs {
+				pods[j] = o.(*corev1.Pod)
+			}
+			return pods
+		}
+		goRun(func() error {
+			return runNode(ctx, k, agents[i], tick, onNode, b.uses, func(l load) {
+				loadMu.Lock()
+				loads[i] = l
+				loadMu.Unlock()
+			})
+		})
+	}
+	nextSample := c.Wall0
+	lastReport := time.Now()
+	for now := time.Now(); now.Before(end); now = time.Now() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case err := <-errs:
+			return nil, err
+		case err := <-b.failures:
+			return nil, err
+		case <-tideProc.Exited():
+			return nil, errors.New("weft-tide exited; see its log")
+		case <-time.After(tick):
+		}
+		nodes, pods := listNodes(nodeInf.GetStore()), listPods(podInf.GetStore())
+		if err := bindOnline(ctx, cl, nodes, pods[onlineNS+"/"], maxPods); err != nil {
+			return nil, err
+		}
+		if !time.Now().Before(nextSample) {
+			loadMu.Lock()
+			m.record(c.Sim(nextSample), slices.Clone(loads))
+			loadMu.Unlock()
+			nextSample = nextSample.Add(p.Sample)
+		}
+		if time.Since(lastReport) > 30*time.Second {
+			lastReport = time.Now()
+			report(c, nodes, pods, m, b)
+		}
+	}
+	cancel()
+	wg.Wait()
+	return m.result(), nil
+}
+
+// listPods groups the live pods by node name, and the unbound online
+// ones under "online/".
+func listPods(st cache.Store) map[string][]*corev1.Pod {
+	out := map[string][]*corev1.Pod{}
+	for _, o := range st.List() {
+		p := o.(*corev1.Pod)
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		key := p.Spec.NodeName
+		if p.Namespace == onlineNS {
+			out[onlineNS+"/"] = append(out[onlineNS+"/"], p)
+		}
+		if key != "" {
+			out[key] = append(out[key], p)
+		}
+	}
+	return out
+}
+
+func listNodes(st cache.Store) []*corev1.Node {
+	var out []*corev1.Node
+	for _, o := range st.List() {
+		out = append(out, o.(*corev1.Node))
+	}
+	return out
+}
+
+// report prints where the run is: the scenario's time, nodes per tide
+// state, online replicas, batch pods and the meter's counts.
+func report(c clock, nodes []*corev1.Node, pods map[string][]*corev1.Pod, m *meter, b *batch) {
+	states := map[v1alpha1.NodeState]int{}
+	batchPods := 0
+	for _, n := range nodes {
+		states[tide.StateOf(n)]++
+		for _, p := range pods[n.Name] {
+			if p.Namespace == jobsNS {
+				batchPods++
+			}
+		}
+	}
+	m.mu.Lock()
+	last := sim.Sample{}
+	if len(m.samples) > 0 {
+		last = m.samples[len(m.samples)-1]
+	}
+	attempts, killed := m.attempts, m.killed
+	m.mu.Unlock()
+	b.mu.Lock()
+	done, total := b.done, b.total
+	b.mu.Unlock()
+	fmt.Printf("  %s  nodes %v  online replicas %d  batch pods %d  CPU %.0f%% mem %.0f%%  tasks %d killed %d  jobs %d/%d done\n",
+		c.Sim(time.Now()).Format("15:04"), states, len(pods[onlineNS+"/"]), batchPods, last.CPU, last.Memory, attempts, killed, done, total)
+}
+
+// createPool installs the TidePool CRD and the scenario's pool over the
+// fleet's nodes, and the weft profile's PriorityClasses.
+func createPool(ctx context.Context, f *kwokfleet.Fleet, spec v1alpha1.TidePoolSpec) error {
+	// The CRD, and the tiers' PriorityClasses Weft's pods name.
+	if _, err := f.Cluster.Apply(ctx, "deploy/crds/weft.io_tidepools.yaml", "deploy/profiles/weft/priorityclasses.yaml"); err != nil {
+		return err
+	}
+	scheme, err := tide.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(f.Cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{kwokfleet.NodeLabel: "kwok"}}
+	pool := &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: poolName}, Spec: spec}
+	// The CRD is served a moment after it is created.
+	for deadline := time.Now().Add(time.Minute); ; {
+		err = c.Create(ctx, pool)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("create pool: %w", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// writeQueues writes weft-rm's queue tree for the scenario's queues: each
+// leaf guaranteed its GuaranteePercent of the cluster (a leaf "spare"
+// holds the rest, which no job uses: capacities add up to 100) and capped
+// at its MaxPercent. It returns the file and each queue's
+// MaxParallelApps, which the driver keeps (ACCEPTED jobs wait outside).
+func writeQueues(dir string, s *sim.Scenario) (string, map[string]int, error) {
+	qs := []quota.QueueConfig{{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"}}
+	maxApps := map[string]int{}
+	rest := 100.0
+	for _, q := range s.Batch.Queues {
+		qs = append(qs, quota.QueueConfig{Path: "root." + q.Name, Capacity: float32(q.GuaranteePercent), MaxCapacity: float32(q.MaxPercent)})
+		rest -= q.GuaranteePercent
+		maxApps[q.Name] = q.MaxParallelApps
+	}
+	if rest > 0 {
+		qs = append(qs, quota.QueueConfig{Path: "root.spare", Capacity: float32(rest)})
+	}
+	b, err := json.Marshal(qs)
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(dir, "queues.json")
+	return path, maxApps, os.WriteFile(path, b, 0o644)
+}

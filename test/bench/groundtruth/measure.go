@@ -1,0 +1,83 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	"github.com/weft-sh/weft/scheduler/sim"
+)
+
+// load is what one node uses at an instant, as its cgroups and /proc say
+// (the kernel double writes them from the usage model; see node.go).
+type load struct {
+	// OnlineMilliCPU and OnlineMemory are the online replicas' and the
+	// system's; BatchMilliCPU and BatchMemory, the batch pods' (their CPU
+	// within the big box's quota).
+	OnlineMilliCPU, BatchMilliCPU int64
+	OnlineMemory, BatchMemory     int64
+}
+
+// meter measures the real run as the simulation defines its numbers
+// (sim.Result): at each sample, the cluster's CPU and memory in use over
+// its allocatable, capped at 100%; the run's CPUAvg and MemAvg are their
+// means over the samples from the scenario's Start on, and its kill rate
+// the task attempts killed before they were done over those started.
+type meter struct {
+	// MilliCPU and Memory are one node's allocatable; Nodes, how many.
+	MilliCPU, Memory int64
+	Nodes            int
+	// From is the scenario's Start: the warm-up before it is not
+	// measured, as the simulation counts from there.
+	From time.Time
+
+	mu               sync.Mutex
+	samples          []sim.Sample
+	attempts, killed int
+}
+
+// record adds a sample at at (the scenario's time) of loads, one per
+// node.
+func (m *meter) record(at time.Time, loads []load) {
+	var cpu, mem, onCPU, batchCPU float64
+	for _, l := range loads {
+		onCPU += float64(l.OnlineMilliCPU)
+		batchCPU += float64(l.BatchMilliCPU)
+		cpu += float64(l.OnlineMilliCPU + l.BatchMilliCPU)
+		mem += float64(l.OnlineMemory + l.BatchMemory)
+	}
+	totalCPU := float64(m.Nodes) * float64(m.MilliCPU)
+	totalMem := float64(m.Nodes) * float64(m.Memory)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.samples = append(m.samples, sim.Sample{At: at, CPU: 100 * min(cpu, totalCPU) / totalCPU, Memory: 100 * min(mem, totalMem) / totalMem,
+		OnlineCPU: 100 * onCPU / totalCPU, BatchCPU: 100 * batchCPU / totalCPU, Kills: m.killed})
+}
+
+// started counts a task attempt started at at (the scenario's time),
+// killedTask one ended then by a kill before it was done (it runs again:
+// another attempt). The warm-up's are not counted.
+func (m *meter) started(at time.Time)    { m.count(at, &m.attempts) }
+func (m *meter) killedTask(at time.Time) { m.count(at, &m.killed) }
+
+func (m *meter) count(at time.Time, n *int) {
+	if at.Before(m.From) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	*n++
+}
+
+// result is the run's sim.Result over the samples from From on.
+func (m *meter) result() *sim.Result {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed}
+	for _, s := range m.samples {
+		if !s.At.Before(m.From) {
+			r.Samples = append(r.Samples, s)
+		}
+	}
+	r.Summarize()
+	return r
+}
