@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -330,6 +331,14 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 			}
 			args = append(slices.Clone(args), "--profiling", "--webapp-address", web)
 			go func() {
+				// From the moment weft-rm listens, a few ms after its start.
+				for range 200 {
+					if c, err := net.Dial("tcp", web); err == nil {
+						c.Close()
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 				if err := e2e.SaveProfile(ctx, web, "profile?seconds=5", profile); err != nil {
 					fmt.Println("   CPU profile:", err)
 				}
