@@ -122,17 +122,25 @@ func TestCapacityFromCNR(t *testing.T) {
 func syncOnce(t *testing.T, client *fake.Clientset, opts Options) *state.Snapshot {
 	t.Helper()
 	mgr := newRM(t)
+	syncedSyncer(t, mgr, client, opts)
+	return mgr.Snapshot()
+}
+
+// syncedSyncer returns a new Syncer into mgr whose watches run until the
+// test ends, after its first sync.
+func syncedSyncer(t *testing.T, mgr *rm.Manager, client *fake.Clientset, opts Options) *Syncer {
+	t.Helper()
 	s, err := New(mgr, client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go s.Run(ctx)
 	if err := s.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return mgr.Snapshot()
+	return s
 }
 
 // newRM is an RM over a store of its own and the default queues.
@@ -245,17 +253,7 @@ func TestWatchesTrimObjects(t *testing.T) {
 	})
 	p := pod("p1", "n1", "default-scheduler", nil, "1", "1Gi")
 	p.ManagedFields = managed
-	client := fake.NewClientset(n, p)
-	s, err := New(newRM(t), client, Options{NMPort: 8041})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Run(ctx)
-	if err := s.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := syncedSyncer(t, newRM(t), fake.NewClientset(n, p), Options{NMPort: 8041})
 	got, ok := s.KubeNode("n1")
 	if !ok {
 		t.Fatal("node n1 not watched")
