@@ -62,9 +62,10 @@ var Rules = []Rule{
 		Why:    "the scheduler is the RM's and the tide's engine, below both: the facade adapts YARN to it, not the other way round",
 	},
 	{
-		Name: "only weft-sim runs the simulator", From: []string{"..."}, Except: []string{"scheduler/sim/...", "cmd/weft-sim"},
+		Name: "only weft-sim runs the simulator", From: []string{"..."}, Except: []string{"scheduler/sim/...", "cmd/weft-sim", "test/bench/groundtruth"},
 		Forbid: []string{"scheduler/sim/..."}, Tests: true,
-		Why: "scheduler/sim sits above the scheduler and the node agent's decisions (it replays both on a virtual clock), so the one package of scheduler/ that may import the node plugin's colocation code is one nothing else imports",
+		Why: "scheduler/sim sits above the scheduler and the node agent's decisions (it replays both on a virtual clock), so the one package of scheduler/ that may import the node plugin's colocation code is one nothing else imports " +
+			"but weft-sim and its ground truth (test/bench/groundtruth), which runs the same simulation beside the real run it is checked against",
 	},
 	{
 		Name: "the node plugin links nothing of the RM", From: []string{"bigdataplugin/...", "cmd/weft-nodeplugin"}, Linked: true,
