@@ -226,6 +226,13 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	}
 	res.cpu = (cpu1 - cpu0).Seconds() / took.Seconds()
 	res.rssMax, res.rssSteady = rss.max(), rss.maxSinceMark()
+	if o.profiles != "" {
+		// Against heap-after-fill (pprof -base), what the steady phase
+		// allocated and what it left live.
+		if err := e2e.SaveProfile(ctx, rm.WebAddr, "heap?gc=1", filepath.Join(o.profiles, "heap-steady.pb.gz")); err != nil {
+			return nil, err
+		}
+	}
 	res.rssParts = rssParts(rm.PID())
 	fmt.Printf("   steady %.0fs: %d heartbeats (%.0f/s), p50 %s p99 %s; ask→grant p50 %s (polled %s); RSS max %.0f MiB (at the end: %s); %.2f cores\n",
 		took.Seconds(), len(res.latencies), res.callRate, ms(percentile(res.latencies, 50)), ms(percentile(res.latencies, 99)),
