@@ -235,7 +235,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
 	snap := a.mgr.Snapshot()
 	nodes := a.view.runningNodes(snap)
-	h, err := a.hierarchy(nodes, now)
+	h, err := a.hierarchy(nodes.list, now)
 	if err != nil {
 		return 0, err
 	}
@@ -254,7 +254,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	changed := a.view.take()
 	snap = a.mgr.Snapshot()
 	nodes = a.view.runningNodes(snap)
-	where := newConstraints(nodes, a.opts.Nodes)
+	where := a.view.constraints(nodes, a.opts.Nodes)
 	pods, err := a.sync(snap, nodes, h, now, where, changed)
 	if err != nil {
 		return 0, err
@@ -603,14 +603,14 @@ func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preempt
 // PREEMPTED, as any preemption victim. The AM's own container goes with
 // its pod at the deadline (the tide evicts it; its next attempt runs
 // elsewhere).
-func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes []*records.Node) error {
+func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes *nodeSet) error {
 	if a.opts.Nodes == nil {
 		return nil
 	}
 	deadlines := map[string]time.Time{}
-	for _, n := range nodes {
-		kn, ok := a.opts.Nodes.KubeNode(n.Host)
-		if !ok || kn.Labels[translator.TideStateLabel] != translator.TideStateToOnline {
+	for _, kn := range a.opts.Nodes.KubeNodesInTideState(translator.TideStateToOnline) {
+		n := nodes.byHost[kn.Name]
+		if n == nil {
 			continue
 		}
 		if t, err := time.Parse(time.RFC3339, kn.Annotations[translator.TideNoticeDeadline]); err == nil {

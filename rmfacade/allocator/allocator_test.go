@@ -1,13 +1,39 @@
 package allocator
 
 import (
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
 )
+
+// quiet is the tests' logger.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testRM is an RM over a store of its own, with the queues given, on a
+// clock the test moves through the returned time.
+func testRM(t *testing.T, queues []quota.QueueConfig) (*rm.Manager, *time.Time) {
+	t.Helper()
+	st, err := state.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tree, err := quota.NewTree(queues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	return rm.New(st, tree, rm.Options{Logger: quiet, Now: func() time.Time { return now }}), &now
+}
 
 // Outstanding sums an attempt's ANY asks as totals (AMRMClient resends
 // totals; a zero removes its key), ignoring node- and rack-local requests,

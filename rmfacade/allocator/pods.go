@@ -85,24 +85,21 @@ type refusal struct {
 // requests (an AM pod under its attempt, high tier), and placed pods that
 // are not this RM's YARN containers (those come from the RM's records) as
 // allocations.
-func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node, where *constraints) (*podCycle, error) {
+func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints) (*podCycle, error) {
 	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, charges: map[string]quota.Resource{}}
 	if a.opts.Pods == nil {
 		return pc, nil
-	}
-	hostToNode := map[string]string{} // Kubernetes node name → RM node id
-	for _, n := range nodes {
-		hostToNode[n.Host] = n.ID
 	}
 	pending, bound := a.opts.Pods.Pods()
 	for _, p := range bound {
 		if _, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
 			continue // the RM's records hold it
 		}
-		node, ok := hostToNode[p.Spec.NodeName]
-		if !ok || w.Node(node) == nil {
+		rn := nodes.byHost[p.Spec.NodeName]
+		if rn == nil || w.Node(rn.ID) == nil {
 			continue // on a node Weft does not schedule onto now
 		}
+		node := rn.ID
 		appID, tier, err := a.podApp(w, pc, p)
 		if err != nil {
 			// Placed, but no longer in a queue (its queue was removed):

@@ -2,8 +2,6 @@ package allocator
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -19,15 +17,19 @@ import (
 )
 
 // midCycle is the Kubernetes node lister of a cycle during which the RM
-// store moves. A cycle looks each node up once for the tidal notices,
-// then takes the snapshot it decides over and looks the nodes up again for
-// placement constraints: the lookup after the first `after` runs write
-// once — as a node sync, an AM launch or a moveApplicationAcrossQueues
-// landing between the snapshot and the grants would.
+// store moves. A cycle takes the snapshot it decides over, then looks the
+// nodes up for placement constraints: the lookup after the first `after`
+// runs write once — as a node sync, an AM launch or a
+// moveApplicationAcrossQueues landing between the snapshot and the grants
+// would.
 type midCycle struct {
 	after int
 	write func()
 }
+
+// No node is in the tide; the Kubernetes nodes never change.
+func (m *midCycle) KubeNodesInTideState(string) []*corev1.Node { return nil }
+func (m *midCycle) PlacementVersion() uint64                   { return 0 }
 
 func (m *midCycle) KubeNode(name string) (*corev1.Node, bool) {
 	if m.after--; m.after < 0 && m.write != nil {
@@ -112,23 +114,12 @@ func TestStalePlanRefusedAndRetried(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := state.OpenDir(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			tree, err := quota.NewTree([]quota.QueueConfig{
+			mgr, now := testRM(t, []quota.QueueConfig{
 				{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"},
 				{Path: "root.a", Capacity: 50, MaxCapacity: 100},
 				{Path: "root.b", Capacity: 50, MaxCapacity: 100},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			now := time.UnixMilli(1_700_000_000_000)
-			clock := func() time.Time { return now }
-			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-			mgr := rm.New(st, tree, rm.Options{Logger: quiet, Now: clock})
+			clock := func() time.Time { return *now }
 			put(t, mgr, tc.nodes...)
 			app := mgr.NewApplicationID()
 			if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "a", UnmanagedAM: true}); err != nil {
@@ -138,9 +129,9 @@ func TestStalePlanRefusedAndRetried(t *testing.T) {
 			if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
 				t.Fatal(err)
 			}
-			kube := &midCycle{after: len(tc.nodes)}
+			kube := &midCycle{after: 0}
 			if tc.moved != nil {
-				kube.write = func() { tc.moved(t, fixture{mgr: mgr, attempt: attempt, now: &now}) }
+				kube.write = func() { tc.moved(t, fixture{mgr: mgr, attempt: attempt, now: now}) }
 			}
 			a := New(mgr, Options{Logger: quiet, Now: clock, Nodes: kube})
 			a.Update(attempt, []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)},

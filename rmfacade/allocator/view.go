@@ -59,22 +59,38 @@ type view struct {
 	// cooling are nodes cordoned by a cooldown, with its end: the view
 	// uncordons them when it passes.
 	cooling map[string]int64
-	// allowed is where a YARN container may go, as the asks in st say.
-	allowed map[string]bool
+	// allowed is where a YARN container may go, as the asks in st say,
+	// and allowedBy the constraints that said so.
+	allowed   map[string]bool
+	allowedBy *constraints
 	// pods is what the last cycle made of pods, undone at the next.
 	pods *podCycle
 	// running are the RUNNING nodes as of a snapshot, kept until
 	// runningChanged closes at the first node write after it.
-	running        []*records.Node
+	running        *nodeSet
 	runningChanged <-chan struct{}
+	// where is where pods may go among running, kept while running and
+	// the Kubernetes nodes' PlacementVersion stay.
+	where *constraints
 }
 
-// runningNodes returns snap's RUNNING nodes in id order, listing them only
-// when a node changed since the last list: two cycles a second over
-// 10,000 nodes otherwise list and sort them all for nothing. The list is
-// snap's too, snap being taken after the last one: no node changed in
-// between, or runningChanged would be closed.
-func (v *view) runningNodes(snap *state.Snapshot) []*records.Node {
+// nodeSet is the RUNNING nodes as of a snapshot, with the lookups each
+// cycle makes of them.
+type nodeSet struct {
+	// list is in id order.
+	list []*records.Node
+	byID map[string]*records.Node
+	// byHost is by the RM node's host: the Kubernetes node's name.
+	byHost map[string]*records.Node
+}
+
+// runningNodes returns snap's RUNNING nodes, listing them only when a node
+// changed since the last list: several cycles a second over 10,000 nodes
+// otherwise list, sort and index them all for nothing (a tenth of weft-rm's
+// allocations while heartbeating, test/bench/scale). The set is snap's
+// too, snap being taken after the last list: no node changed in between,
+// or runningChanged would be closed.
+func (v *view) runningNodes(snap *state.Snapshot) *nodeSet {
 	if v.runningChanged != nil {
 		select {
 		case <-v.runningChanged:
@@ -83,8 +99,25 @@ func (v *view) runningNodes(snap *state.Snapshot) []*records.Node {
 		}
 	}
 	v.runningChanged = snap.NodesChanged()
-	v.running = snap.Nodes(records.NodeRunning)
-	return v.running
+	list := snap.Nodes(records.NodeRunning)
+	ns := &nodeSet{list: list, byID: make(map[string]*records.Node, len(list)), byHost: make(map[string]*records.Node, len(list))}
+	for _, n := range list {
+		ns.byID[n.ID] = n
+		ns.byHost[n.Host] = n
+	}
+	v.running = ns
+	return ns
+}
+
+// constraints returns where pods may go among nodes, as kube's nodes say:
+// the last cycle's, with what it evaluated, while neither the nodes nor
+// kube's PlacementVersion moved.
+func (v *view) constraints(nodes *nodeSet, kube NodeSource) *constraints {
+	if w := v.where; w != nil && w.nodes == nodes && (kube == nil || kube.PlacementVersion() == w.version) {
+		return w
+	}
+	v.where = newConstraints(nodes, kube)
+	return v.where
 }
 
 // marks are what changed since the last cycle.
@@ -159,11 +192,13 @@ func (v *view) reset(h *quota.Hierarchy) error {
 // sync brings the view up to snap and the asks: the marked nodes and
 // applications (all of them on a full rebuild), cooldowns that ended,
 // and this cycle's pods. It returns what it made of the pods.
-func (a *Allocator) sync(snap *state.Snapshot, nodes []*records.Node, h *quota.Hierarchy, now time.Time, where *constraints,
+func (a *Allocator) sync(snap *state.Snapshot, nodes *nodeSet, h *quota.Hierarchy, now time.Time, where *constraints,
 	m marks) (*podCycle, error) {
 	v := a.view
 	allowed := where.forPod(containerPod)
-	if !m.full && (v.st == nil || !maps.Equal(allowed, v.allowed)) {
+	// Kept constraints answer as they did: compared again only when
+	// evaluated again.
+	if !m.full && (v.st == nil || (where != v.allowedBy && !maps.Equal(allowed, v.allowed))) {
 		m.full = true
 	}
 	if !m.full {
@@ -178,7 +213,7 @@ func (a *Allocator) sync(snap *state.Snapshot, nodes []*records.Node, h *quota.H
 			return nil, err
 		}
 	}
-	v.allowed = allowed
+	v.allowed, v.allowedBy = allowed, where
 	var pods *podCycle
 	err := v.st.Update(func(w *schedstate.Txn) error {
 		if !m.full {
@@ -209,15 +244,12 @@ func (a *Allocator) sync(snap *state.Snapshot, nodes []*records.Node, h *quota.H
 // rebuild) and those whose cooldown ended, and removes the marked nodes
 // no longer running. An application with containers on a node the view
 // did not have is marked: its allocations there were left out.
-func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes []*records.Node, now time.Time, m marks) error {
+func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, now time.Time, m marks) error {
 	v := a.view
-	running := make(map[string]*records.Node, len(nodes))
-	for _, n := range nodes {
-		running[n.ID] = n
-	}
+	running := nodes.byID
 	ids := m.nodes
 	if m.full {
-		ids = make(map[string]bool, len(nodes))
+		ids = make(map[string]bool, len(running))
 		for id := range running {
 			ids[id] = true
 		}

@@ -3,8 +3,6 @@ package allocator
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"reflect"
@@ -47,23 +45,12 @@ func TestViewMatchesARebuild(t *testing.T) {
 func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 0))
-	st, err := state.OpenMemory()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tree, err := quota.NewTree([]quota.QueueConfig{
+	mgr, now := testRM(t, []quota.QueueConfig{
 		{Path: "root", Capacity: 100, SubmitACL: "*", AdminACL: "*"},
 		{Path: "root.a", Capacity: 30, MaxCapacity: 100},
 		{Path: "root.b", Capacity: 70, MaxCapacity: 100},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(1_700_000_000_000)
-	clock := func() time.Time { return now }
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mgr := rm.New(st, tree, rm.Options{Logger: quiet, Now: clock})
+	clock := func() time.Time { return *now }
 	pods := &podsAtBoundary{}
 	opts := Options{Logger: quiet, Now: clock, PreemptionGrace: 3 * time.Second, Pods: pods, Profile: translator.Plain}
 	a := New(mgr, opts)
@@ -210,7 +197,7 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 			return nil
 		}},
 		{"a pod ends", func() error { pods.removeOne(rng); return nil }},
-		{"time passes", func() error { now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond); return nil }},
+		{"time passes", func() error { *now = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond); return nil }},
 	}
 	for i := range steps {
 		s := steps_[rng.IntN(len(steps_))]
@@ -323,12 +310,12 @@ func syncView(t *testing.T, a *Allocator) string {
 	now := a.opts.Now()
 	changed := a.view.take()
 	snap := a.mgr.Snapshot()
-	nodes := snap.Nodes(records.NodeRunning)
-	h, err := a.hierarchy(nodes, now)
+	nodes := a.view.runningNodes(snap)
+	h, err := a.hierarchy(nodes.list, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.sync(snap, nodes, h, now, newConstraints(nodes, a.opts.Nodes), changed); err != nil {
+	if _, err := a.sync(snap, nodes, h, now, a.view.constraints(nodes, a.opts.Nodes), changed); err != nil {
 		t.Fatal(err)
 	}
 	return dumpStore(a.view.st.Snapshot())

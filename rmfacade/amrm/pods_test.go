@@ -229,10 +229,23 @@ func TestNoContainersOnCoolingNode(t *testing.T) {
 	}
 }
 
-// fakeNodes are the Kubernetes nodes behind the RM's.
+// fakeNodes are the Kubernetes nodes behind the RM's. A test may change a
+// node's tide labels, which placement does not read, but not what it does:
+// PlacementVersion never moves.
 type fakeNodes map[string]*corev1.Node
 
 func (f fakeNodes) KubeNode(name string) (*corev1.Node, bool) { n, ok := f[name]; return n, ok }
+func (f fakeNodes) PlacementVersion() uint64                  { return 0 }
+
+func (f fakeNodes) KubeNodesInTideState(state string) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range f {
+		if st, ok := n.Labels[translator.TideStateLabel]; ok && st == state {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Pods go only where their node selector and tolerations allow, as under
 // kube-scheduler; YARN containers, which tolerate nothing, not onto a

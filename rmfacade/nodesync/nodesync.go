@@ -7,9 +7,12 @@ package nodesync
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -63,6 +66,9 @@ type Syncer struct {
 	ownPods                   bool                      // podInformer is this Syncer's to run
 	nodes                     corelisters.NodeLister
 	pods                      corelisters.PodLister
+	// placement counts the node changes placement constraints read (see
+	// PlacementVersion).
+	placement atomic.Uint64
 }
 
 // New returns a Syncer; Run starts its watches.
@@ -77,6 +83,9 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, e
 	if err := nodes.SetTransform(trimmed); err != nil {
 		return nil, fmt.Errorf("trim nodes: %w", err)
 	}
+	if err := nodes.AddIndexers(cache.Indexers{byTideState: tideState}); err != nil {
+		return nil, fmt.Errorf("index nodes by tide state: %w", err)
+	}
 	pods, own := opts.Pods, opts.Pods == nil
 	if own {
 		pods = LivePods(client)
@@ -86,6 +95,15 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, e
 	}
 	s := &Syncer{mgr: mgr, opts: opts, nodeInformer: nodes, podInformer: pods, ownPods: own,
 		nodes: corelisters.NewNodeLister(nodes.GetIndexer()), pods: corelisters.NewPodLister(pods.GetIndexer())}
+	bump := func(any) { s.placement.Add(1) }
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: bump, DeleteFunc: bump,
+		UpdateFunc: func(before, after any) {
+			if placementMoved(before, after) {
+				s.placement.Add(1)
+			}
+		}}); err != nil {
+		return nil, fmt.Errorf("watch node placement: %w", err)
+	}
 	if opts.Profile.CapacityFromCNR && opts.CNR != nil {
 		s.cnrInformer = dynamicinformer.NewFilteredDynamicInformer(opts.CNR, CNRResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	}
@@ -96,6 +114,54 @@ func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, e
 func (s *Syncer) KubeNode(name string) (*corev1.Node, bool) {
 	n, err := s.nodes.Get(name)
 	return n, err == nil
+}
+
+// KubeNodesInTideState returns the Kubernetes nodes whose state in the
+// tide (translator.TideStateLabel) is state, from an index: each scheduling
+// cycle asks for the nodes being taken back, a handful of 10,000.
+func (s *Syncer) KubeNodesInTideState(state string) []*corev1.Node {
+	objs, err := s.nodeInformer.GetIndexer().ByIndex(byTideState, state)
+	if err != nil {
+		return nil // the index is New's: cannot be missing
+	}
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// PlacementVersion changes after every change of what placement
+// constraints are evaluated against — a node added or removed, a node's
+// labels or taints changed —, not on status updates (kubelet's heartbeats,
+// the bulk of a node's events): the allocator keeps where pods may go from
+// one cycle to the next while it stays. It moves after the watch's cache
+// holds the change: a reader that reads it first and the nodes after sees
+// every change up to it.
+func (s *Syncer) PlacementVersion() uint64 { return s.placement.Load() }
+
+// placementMoved tells a node update that changes its labels or taints.
+func placementMoved(before, after any) bool {
+	b, ok1 := before.(*corev1.Node)
+	a, ok2 := after.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !maps.Equal(b.Labels, a.Labels) || !equality.Semantic.DeepEqual(b.Spec.Taints, a.Spec.Taints)
+}
+
+// byTideState indexes nodes by their state in the tide.
+const byTideState = "weft.io/tide-state"
+
+func tideState(obj any) ([]string, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		if st, ok := n.Labels[translator.TideStateLabel]; ok {
+			return []string{st}, nil
+		}
+	}
+	return nil, nil
 }
 
 // LivePods is an informer of every pod that has not ended, in all

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +278,94 @@ func TestWatchesTrimObjects(t *testing.T) {
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p1", Obj: p}
 	if out, err := trimmed(tomb); err != nil || out.(cache.DeletedFinalStateUnknown).Key != "ns/p1" {
 		t.Errorf("tombstone: %v, %v", out, err)
+	}
+}
+
+// The nodes being taken back come from an index by tide state; the
+// placement version moves with what placement reads — a node's coming and
+// going, its labels and taints — once the watch holds it, and not with
+// status updates.
+func TestTideIndexAndPlacementVersion(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(node("n1", true, nil), node("n2", true, func(n *corev1.Node) {
+		n.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
+	}))
+	s := syncedSyncer(t, newRM(t), client, Options{NMPort: 8041})
+	names := func(state string) []string {
+		var out []string
+		for _, n := range s.KubeNodesInTideState(state) {
+			out = append(out, n.Name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := names(translator.TideStateToOnline); !slices.Equal(got, []string{"n2"}) {
+		t.Fatalf("nodes taken back %v, want [n2]", got)
+	}
+	// waitMoved waits for the version to move past v (true), or for a
+	// while in which it does not (false).
+	waitMoved := func(v uint64) bool {
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if s.PlacementVersion() != v {
+				return true
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return false
+	}
+	update := func(name string, change func(n *corev1.Node)) {
+		t.Helper()
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(n)
+		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The two nodes listed at the start, each an add.
+	for deadline := time.Now().Add(5 * time.Second); s.PlacementVersion() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("placement version %d after listing two nodes", s.PlacementVersion())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		moves  bool
+	}{
+		{"status update", func() {
+			update("n1", func(n *corev1.Node) {
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+			})
+		}, false},
+		{"taint added", func() {
+			update("n1", func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+			})
+		}, true},
+		{"label changed: n1 taken back too", func() {
+			update("n1", func(n *corev1.Node) {
+				n.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
+			})
+		}, true},
+		{"node removed", func() {
+			if err := client.CoreV1().Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, st := range steps {
+		v := s.PlacementVersion()
+		st.change()
+		if moved := waitMoved(v); moved != st.moves {
+			t.Fatalf("%s: placement version moved %v, want %v", st.name, moved, st.moves)
+		}
+	}
+	if got := names(translator.TideStateToOnline); !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("nodes taken back at the end %v, want [n1]", got)
 	}
 }

@@ -275,13 +275,7 @@ func (m *Manager) PreemptContainer(ctx context.Context, id records.ContainerID, 
 
 // Preempting returns an attempt's live containers marked for preemption.
 func (m *Manager) Preempting(id records.AttemptID) []*records.Container {
-	var out []*records.Container
-	for _, c := range m.Snapshot().ContainersOfAttempt(id) {
-		if c.PreemptDeadline != 0 && c.State != records.ContainerComplete {
-			out = append(out, c)
-		}
-	}
-	return out
+	return m.Snapshot().PreemptingContainersOf(id)
 }
 
 // AMContainerPlaced records where the cluster's scheduler put an attempt's

@@ -48,8 +48,8 @@ const (
 	containersByAttempt = iota
 	containersByNode
 	// containersPreempting holds the live containers under a preemption
-	// notice, whose deadline each scheduling cycle checks: a handful among
-	// 100,000.
+	// notice, by attempt: each scheduling cycle checks their deadlines and
+	// each allocate call tells its AM of its own, a handful among 100,000.
 	containersPreempting
 	// containersUndelivered holds the containers an AM has yet to be told
 	// of, by attempt: each of its heartbeats asks, and most find none.
@@ -161,10 +161,10 @@ func undelivered(attempt records.AttemptID, which string) string {
 }
 
 // preemptingKey puts a live container under a preemption notice in the
-// "preempting" index, and leaves every other out.
+// "preempting" index, by attempt, and leaves every other out.
 func preemptingKey(c *records.Container) string {
 	if c.PreemptDeadline == 0 || c.State == records.ContainerComplete {
 		return ""
 	}
-	return "notified"
+	return c.ID.Attempt.String()
 }

@@ -504,7 +504,18 @@ func (r reader) ContainersToReport(id records.AttemptID) []*records.Container {
 // PreemptingContainers returns the live containers under a preemption
 // notice (PreemptDeadline set, not complete).
 func (r reader) PreemptingContainers() []*records.Container {
-	return r.db.containers.By(containersPreempting, "notified")
+	var out []*records.Container
+	r.db.containers.AscendBy(containersPreempting, "", func(c *records.Container) bool {
+		out = append(out, c)
+		return true
+	})
+	return out
+}
+
+// PreemptingContainersOf returns an attempt's live containers under a
+// preemption notice, in id order.
+func (r reader) PreemptingContainersOf(id records.AttemptID) []*records.Container {
+	return sortContainers(r.db.containers.By(containersPreempting, id.String()))
 }
 
 // ContainersOnNode returns the containers placed on a node, any state.

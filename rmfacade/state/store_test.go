@@ -309,8 +309,9 @@ func TestSubscribe(t *testing.T) {
 	}
 }
 
-// PreemptingContainers lists exactly the live containers under a notice:
-// one gains it when notified and leaves it when it completes.
+// PreemptingContainers lists exactly the live containers under a notice,
+// PreemptingContainersOf those of one attempt: one gains it when notified
+// and leaves it when it completes.
 func TestPreemptingContainers(t *testing.T) {
 	s, err := OpenMemory()
 	if err != nil {
@@ -318,25 +319,39 @@ func TestPreemptingContainers(t *testing.T) {
 	}
 	defer s.Close()
 	app := records.ApplicationID{ClusterTimestamp: 1700000000000, ID: 1}
-	c := func(id int64, deadline int64, st records.ContainerState) *records.Container {
-		return &records.Container{ID: records.ContainerID{Attempt: records.AttemptID{App: app, ID: 1}, ID: id}, State: st, PreemptDeadline: deadline}
+	a1, a2 := records.AttemptID{App: app, ID: 1}, records.AttemptID{App: app, ID: 2}
+	c := func(attempt records.AttemptID, id int64, deadline int64, st records.ContainerState) *records.Container {
+		return &records.Container{ID: records.ContainerID{Attempt: attempt, ID: id}, State: st, PreemptDeadline: deadline}
 	}
 	put := func(cs ...*records.Container) { t.Helper(); putContainers(t, s, cs...) }
-	ids := func() (out []int64) {
-		for _, c := range s.Snapshot().PreemptingContainers() {
-			out = append(out, c.ID.ID)
+	ids := func(cs []*records.Container) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.ID.String())
 		}
-		slices.Sort(out)
 		return out
 	}
-	put(c(2, 0, records.ContainerRunning), c(3, 5, records.ContainerRunning), c(4, 5, records.ContainerComplete))
-	if got := ids(); !slices.Equal(got, []int64{3}) {
-		t.Fatalf("preempting %v, want [3]", got)
+	check := func(when string, all, ofA1 []*records.Container) {
+		t.Helper()
+		snap := s.Snapshot()
+		got := ids(snap.PreemptingContainers())
+		slices.Sort(got)
+		want := ids(all)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: preempting %v, want %v", when, got, want)
+		}
+		// In id order: 10 after 9.
+		if got, want := ids(snap.PreemptingContainersOf(a1)), ids(ofA1); !slices.Equal(got, want) {
+			t.Errorf("%s: preempting of %s %v, want %v", when, a1, got, want)
+		}
 	}
-	put(c(2, 9, records.ContainerRunning), c(3, 5, records.ContainerComplete))
-	if got := ids(); !slices.Equal(got, []int64{2}) {
-		t.Fatalf("after 2 is notified and 3 completes: preempting %v, want [2]", got)
-	}
+	put(c(a1, 2, 0, records.ContainerRunning), c(a1, 3, 5, records.ContainerRunning), c(a1, 4, 5, records.ContainerComplete),
+		c(a2, 3, 5, records.ContainerRunning))
+	check("first", []*records.Container{c(a1, 3, 0, ""), c(a2, 3, 0, "")}, []*records.Container{c(a1, 3, 0, "")})
+	put(c(a1, 2, 9, records.ContainerRunning), c(a1, 3, 5, records.ContainerComplete), c(a1, 10, 9, records.ContainerRunning),
+		c(a1, 9, 9, records.ContainerRunning))
+	check("after 2, 9 and 10 are notified and 3 completes", []*records.Container{c(a1, 2, 0, ""), c(a1, 9, 0, ""), c(a1, 10, 0, ""), c(a2, 3, 0, "")},
+		[]*records.Container{c(a1, 2, 0, ""), c(a1, 9, 0, ""), c(a1, 10, 0, "")})
 }
 
 // ContainersToAcquire and ContainersToReport list exactly an attempt's

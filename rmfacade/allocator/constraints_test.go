@@ -1,0 +1,99 @@
+package allocator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/rm"
+)
+
+// versionedNodes are Kubernetes nodes whose version a test moves when it
+// changes them, as nodesync's watch does; lookups are counted.
+type versionedNodes struct {
+	nodes   map[string]*corev1.Node
+	version uint64
+	lookups int
+}
+
+func (v *versionedNodes) KubeNode(name string) (*corev1.Node, bool) {
+	v.lookups++
+	n, ok := v.nodes[name]
+	return n, ok
+}
+func (v *versionedNodes) KubeNodesInTideState(string) []*corev1.Node { return nil }
+func (v *versionedNodes) PlacementVersion() uint64                   { return v.version }
+
+// Where YARN containers may go is evaluated over the nodes once, and again
+// only when the RM's nodes or the Kubernetes nodes' placement version move:
+// a taint then keeps the next cycle's containers off its node.
+func TestConstraintsKeptUntilNodesMove(t *testing.T) {
+	ctx := context.Background()
+	mgr, now := testRM(t, quota.DefaultQueues)
+	clock := func() time.Time { return *now }
+	kube := &versionedNodes{nodes: map[string]*corev1.Node{}}
+	for _, id := range []string{"n1", "n2"} {
+		kube.nodes[id] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: id}}
+		put(t, mgr, &records.Node{ID: id, Host: id, HTTPAddress: id + ":8042", State: records.NodeRunning,
+			Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}})
+	}
+	app := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "default", UnmanagedAM: true}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := records.AttemptID{App: app, ID: 1}
+	if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	a := New(mgr, Options{Logger: quiet, Now: clock, Nodes: kube})
+	// ask grants n more containers and returns where the cycle put them
+	// and how many node lookups it made.
+	ask := func(n int) (map[string]int, int) {
+		t.Helper()
+		a.Update(attempt, []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)},
+			Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(int32(n))}})
+		before := kube.lookups
+		granted, err := a.Cycle(ctx)
+		if err != nil || granted != n {
+			t.Fatalf("cycle granted %d, %v; want %d", granted, err, n)
+		}
+		if _, err := mgr.AcquireContainers(ctx, attempt); err != nil {
+			t.Fatal(err)
+		}
+		on := map[string]int{}
+		for _, c := range mgr.Snapshot().ContainersOfAttempt(attempt) {
+			on[c.Node]++
+		}
+		return on, kube.lookups - before
+	}
+	if _, looked := ask(2); looked != 2 {
+		t.Fatalf("first cycle looked %d nodes up, want 2", looked)
+	}
+	before, looked := ask(2)
+	if looked != 0 {
+		t.Fatalf("a cycle with the same nodes looked %d nodes up, want 0", looked)
+	}
+	kube.nodes["n1"].Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	kube.version++
+	on, looked := ask(4)
+	if looked != 2 {
+		t.Errorf("after the version moved the cycle looked %d nodes up, want 2", looked)
+	}
+	if on["n1"] != before["n1"] || on["n2"] != before["n2"]+4 {
+		t.Errorf("containers on %v after the taint (before it %v): want the 4 new ones on n2", on, before)
+	}
+	// A node joining is a new node set: evaluated again.
+	kube.nodes["n3"] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}}
+	put(t, mgr, &records.Node{ID: "n3", Host: "n3", HTTPAddress: "n3:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}})
+	if _, looked := ask(1); looked != 3 {
+		t.Errorf("after a node joined the cycle looked %d nodes up, want 3", looked)
+	}
+}
