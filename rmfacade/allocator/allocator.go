@@ -275,7 +275,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if len(pending) == 0 && len(pods.pending) == 0 {
 		return 0, nil
 	}
-	built := time.Now()
+	built, asked := time.Now(), len(pending)+len(pods.pending)
 	plan, err := a.sched.Schedule(ctx, st.Snapshot())
 	if err != nil {
 		return 0, err
@@ -309,6 +309,13 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 				Priority: p.key.Priority, AllocationRequestID: p.key.AllocationRequestID, Tier: p.tier, Queue: app.Queue})
 		}
 	}
+	// The grants carry what the RM needs of the plan; the view's copy of
+	// it goes before they are stored, which at the fill of the scale
+	// benchmark took seconds, AMs acquiring all the while.
+	if err := a.view.releasePlanned(result, pending); err != nil {
+		a.view.markAll()
+		return 0, err
+	}
 	decided := time.Now()
 	a.metrics.decision.Observe(decided.Sub(began).Seconds())
 	// AMs wait on their allocate calls for these: grants before bindings.
@@ -336,12 +343,12 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	}
 	granted += a.bindPods(ctx, snap, pods, podPlacements)
 	if granted > 0 {
-		a.opts.Logger.Info("granted containers", "count", granted, "pending", len(pending)+len(pods.pending),
+		a.opts.Logger.Info("granted containers", "count", granted, "pending", asked,
 			"rebuilt", changed.full, "appsChanged", len(changed.apps), "nodesChanged", len(changed.nodes),
 			"build", built.Sub(began).Round(time.Millisecond), "decide", decided.Sub(built).Round(time.Millisecond),
 			"grant", time.Since(decided).Round(time.Millisecond))
 	} else {
-		a.opts.Logger.Debug("cycle granted nothing", "pending", len(pending), "applied", len(result.Applied), "rejected", len(result.Rejected))
+		a.opts.Logger.Debug("cycle granted nothing", "pending", asked, "applied", len(result.Applied), "rejected", len(result.Rejected))
 	}
 	return granted, nil
 }

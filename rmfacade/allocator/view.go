@@ -354,6 +354,33 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 	return nil
 }
 
+// releasePlanned takes out of the view what a plan made of YARN asks (the
+// allocations it applied, the asks' entries in pending) once the RM has
+// stored or refused the grants: the next cycle derives those applications
+// again (markPlanned) from what the RM recorded, under its container ids.
+// Kept until then, the fill of the scale benchmark held its 100,000 planned
+// allocations beside their derived copies: the peak of weft-rm's heap.
+func (v *view) releasePlanned(result *objects.PlanResult, pending map[string]pendingRequest) error {
+	return v.st.Update(func(w *schedstate.Txn) error {
+		for _, u := range result.Applied {
+			for _, pl := range u.Placements {
+				if _, ok := pending[pl.RequestID]; !ok {
+					continue // a pod's: undone with the pods' cycle
+				}
+				delete(v.pending, pl.RequestID)
+				if w.Allocation(pl.RequestID) == nil {
+					continue
+				}
+				if err := w.ReleaseAllocation(pl.RequestID); err != nil {
+					return fmt.Errorf("allocator: view: %w", err)
+				}
+			}
+		}
+		v.pending, v.pendingPeak = shrunk(v.pending, v.pendingPeak)
+		return nil
+	})
+}
+
 // shrinkFrom is the fewest entries a map must once have held for shrunk
 // to copy it.
 const shrinkFrom = 1024

@@ -400,3 +400,46 @@ func TestShrunk(t *testing.T) {
 		})
 	}
 }
+
+// Once the RM has stored a cycle's grants, the view lets go of what the
+// plan made of the asks, and the next cycle derives the containers from
+// the RM's records: nothing holds them twice in between (issue 18: the
+// scale benchmark's fill held 100,000 planned allocations beside their
+// derived copies).
+func TestGrantsLeaveThePlanOutOfTheView(t *testing.T) {
+	ctx := context.Background()
+	mgr, now := testRM(t, quota.DefaultQueues)
+	put(t, mgr, &records.Node{ID: "n1", Host: "n1", HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}})
+	app := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "default", UnmanagedAM: true}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := records.AttemptID{App: app, ID: 1}
+	if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	a := New(mgr, Options{Logger: quiet, Now: func() time.Time { return *now }})
+	a.Update(attempt, []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)},
+		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(3)}})
+	if granted, err := a.Cycle(ctx); err != nil || granted != 3 {
+		t.Fatalf("cycle granted %d, %v; want 3", granted, err)
+	}
+	if held := a.view.st.Snapshot().AllocationsOfApp(attempt.String()); len(held) != 0 || len(a.view.pending) != 0 {
+		t.Fatalf("after the grants the view holds %d planned allocations and %d asks, want none", len(held), len(a.view.pending))
+	}
+	syncView(t, a)
+	want := map[string]bool{}
+	for _, c := range mgr.Snapshot().ContainersOfAttempt(attempt) {
+		want[c.Key()] = true
+	}
+	held := a.view.st.Snapshot().AllocationsOfApp(attempt.String())
+	if len(held) != 3 {
+		t.Fatalf("the next cycle derived %d allocations, want the 3 containers", len(held))
+	}
+	for _, al := range held {
+		if !want[al.ID] {
+			t.Errorf("allocation %s is not one of the RM's containers %v", al.ID, want)
+		}
+	}
+}
