@@ -178,17 +178,34 @@ func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {
 // readers uses and what is much of an object as the API server sends it
 // (issue 18: the RM holds every live pod and every node of a 10,000-node
 // cluster): managedFields, server-side apply's record of who set which
-// field, often a third of a pod; and a Node's list of the images it holds
-// (kubelet reports up to 50, with their digests). kube-scheduler and
-// controller-runtime's caches drop managedFields the same way.
+// field, often a third of a pod; and of a Node's status all but what the
+// RM reads (trimNode): kubelet reports up to 50 images with their
+// digests, five conditions with their messages, the node's system info.
+// kube-scheduler and controller-runtime's caches drop managedFields the
+// same way.
 func trimmed(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil {
 		a.SetManagedFields(nil)
 	}
 	if n, ok := obj.(*corev1.Node); ok {
-		n.Status.Images = nil
+		trimNode(n)
 	}
 	return obj, nil
+}
+
+// trimNode keeps of a Node's status what the RM reads — its allocatable
+// and its Ready condition — and drops the rest: the images, addresses,
+// capacity, system info, volumes and the other conditions with their
+// messages are most of a kubelet-reported Node, held 10,000 times.
+func trimNode(n *corev1.Node) {
+	var ready []corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
+	n.Status = corev1.NodeStatus{Allocatable: n.Status.Allocatable, Conditions: ready}
 }
 
 // CNRResource is Katalyst's CustomNodeResource (cluster-scoped, one per

@@ -252,6 +252,11 @@ func TestWatchesTrimObjects(t *testing.T) {
 	n := node("n1", true, func(n *corev1.Node) {
 		n.ManagedFields = managed
 		n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example/app@sha256:00"}, SizeBytes: 1 << 20}}
+		n.Status.Capacity = n.Status.Allocatable
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.31.0", OSImage: "Debian GNU/Linux 12"}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+		n.Status.Conditions = append([]corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse,
+			Message: "kubelet has sufficient memory available"}}, n.Status.Conditions...)
 	})
 	p := pod("p1", "n1", "default-scheduler", nil, "1", "1Gi")
 	p.ManagedFields = managed
@@ -260,8 +265,13 @@ func TestWatchesTrimObjects(t *testing.T) {
 	if !ok {
 		t.Fatal("node n1 not watched")
 	}
-	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 {
-		t.Errorf("node kept managedFields %v, images %v", got.ManagedFields, got.Status.Images)
+	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 || got.Status.Capacity != nil || got.Status.NodeInfo.KubeletVersion != "" ||
+		len(got.Status.Addresses) != 0 {
+		t.Errorf("node kept managedFields %v, images %v, capacity %v, node info %v, addresses %v", got.ManagedFields, got.Status.Images,
+			got.Status.Capacity, got.Status.NodeInfo, got.Status.Addresses)
+	}
+	if len(got.Status.Conditions) != 1 || !ready(got) {
+		t.Errorf("node conditions %+v, want its Ready condition alone", got.Status.Conditions)
 	}
 	if got.Status.Allocatable.Cpu().String() != "8" {
 		t.Errorf("node lost its allocatable: %v", got.Status.Allocatable)
