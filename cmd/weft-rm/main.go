@@ -70,6 +70,7 @@ func main() {
 	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 3*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
 	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
+	gcPct := flag.Int("gc-percent", defaultGCPercent, "Go's GOGC for weft-rm: collect when the heap has grown by this percentage of what is live (negative: never; the GOGC environment variable applies when this flag is not given and it is set)")
 	memLimit := flag.String("memory-limit", "", "soft memory limit of the Go runtime (as GOMEMLIMIT, which applies when this is empty): a quantity such as 400Mi, or a percentage such as 90% of the container's memory limit (cgroup v2 memory.max); empty: none")
 	var logLevel slog.Level
 	flag.BoolVar(&cfg.Profiling, "profiling", false, "serve Go profiles under /debug/pprof/ on the web address (as kube-scheduler's --profiling)")
@@ -78,6 +79,9 @@ func main() {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	cfg.Logger = logger
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "gc-percent" })
+	setGCPercent(*gcPct, given)
 	if limit, err := setMemoryLimit(*memLimit); err != nil {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(2)

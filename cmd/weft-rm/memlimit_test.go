@@ -32,3 +32,27 @@ func TestMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// --gc-percent when given, else the GOGC environment variable (left to
+// the runtime), else weft-rm's default.
+func TestGCPercent(t *testing.T) {
+	cases := []struct {
+		name     string
+		flag     int
+		given    bool
+		env      string
+		want     int
+		wantSets bool
+	}{
+		{"default", defaultGCPercent, false, "", defaultGCPercent, true},
+		{"GOGC set", defaultGCPercent, false, "200", 0, false},
+		{"flag given", 100, true, "", 100, true},
+		{"flag given wins over GOGC", -1, true, "200", -1, true},
+	}
+	for _, c := range cases {
+		got, sets := gcPercent(c.flag, c.given, c.env)
+		if got != c.want || sets != c.wantSets {
+			t.Errorf("%s: gcPercent = %d, %v; want %d, %v", c.name, got, sets, c.want, c.wantSets)
+		}
+	}
+}
