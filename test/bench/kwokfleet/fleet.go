@@ -130,7 +130,9 @@ func (f *Fleet) Stop() error {
 }
 
 // ClientWith is a client of the fleet's API server with the given
-// limits.
+// limits. Like Client it speaks protobuf (kubeclient.Protobuf), as
+// kube-scheduler and weft-rm do, so that a benchmark's own binders cost
+// the API server what the schedulers' calls cost it.
 func (f *Fleet) ClientWith(qps float64, burst int) *kubernetes.Clientset {
 	c := *f.Cluster.Config
 	c.QPS, c.Burst = float32(qps), burst
