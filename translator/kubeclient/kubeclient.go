@@ -29,7 +29,10 @@ const (
 // thousands of nodes and pods, bindings and pod creates. Only for
 // clientsets of built-in kinds: the API server serves custom resources in
 // JSON alone, so cfg itself — shared with controller-runtime and dynamic
-// clients of Weft's CRDs — is left as it is.
+// clients of Weft's CRDs — is left as it is. controller-runtime needs no
+// copy: with cfg.ContentType empty it already picks protobuf per kind for
+// the kinds client-go's scheme knows (apiutil.RESTClientForGVK), and
+// setting it on cfg would send its Queue requests in protobuf too.
 func Protobuf(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = ContentType
