@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -25,6 +24,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
+	"github.com/weft-sh/weft/translator/kubeclient"
 
 	"github.com/weft-sh/weft/bigdataplugin/janitor"
 	"github.com/weft-sh/weft/bigdataplugin/localizer"
@@ -110,9 +110,9 @@ func New(cfg Config) (*Plugin, error) {
 	if cfg.NodeManager.NodeName == "" {
 		return nil, errors.New("plugin: no node name")
 	}
-	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
+	client, err := kubeclient.New(cfg.Kubernetes)
 	if err != nil {
-		return nil, fmt.Errorf("plugin: kubernetes client: %w", err)
+		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	var key []byte
 	if ns, name, ok := strings.Cut(cfg.NMKeySecret, "/"); ok {

@@ -25,6 +25,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/amlauncher"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // newFakeAPI answers discovery of the core group and, when queueAPI, of
@@ -32,7 +33,7 @@ import (
 // fakeAPI.serve the rest. Anything else is a 404.
 func newFakeAPI(t *testing.T, queueAPI bool) *fakeAPI {
 	t.Helper()
-	f := &fakeAPI{done: make(chan struct{}), objects: map[string]runtime.Object{}}
+	f := &fakeAPI{done: make(chan struct{}), objects: map[string]runtime.Object{}, encodings: map[string][]string{}}
 	answers := map[string]any{
 		"/api": &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
 		"/api/v1": &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
@@ -56,6 +57,7 @@ func newFakeAPI(t *testing.T, queueAPI bool) *fakeAPI {
 			}}
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.note(r)
 		w.Header().Set("Content-Type", "application/json")
 		if a, ok := answers[r.URL.Path]; ok && r.Method == http.MethodGet && r.URL.Query().Get("watch") == "" {
 			json.NewEncoder(w).Encode(a)
@@ -83,9 +85,32 @@ type fakeAPI struct {
 	created []string                  // "kind namespace/name"
 	objects map[string]runtime.Object // by path, as created
 	done    chan struct{}
+	// encodings notes, by "METHOD path" of each request, the request's
+	// Content-Type (a body's encoding) or, without a body, its Accept.
+	encodings map[string][]string
 }
 
 func (f *fakeAPI) stop() { close(f.done) }
+
+func (f *fakeAPI) note(r *http.Request) {
+	enc := r.Header.Get("Content-Type")
+	if r.Method == http.MethodGet {
+		enc = r.Header.Get("Accept")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := r.Method + " " + r.URL.Path
+	if !slices.Contains(f.encodings[key], enc) {
+		f.encodings[key] = append(f.encodings[key], enc)
+	}
+}
+
+// encodingsOf returns the encodings noted for "METHOD path".
+func (f *fakeAPI) encodingsOf(key string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.encodings[key])
+}
 
 func (f *fakeAPI) createdObjects() []string {
 	f.mu.Lock()
@@ -240,6 +265,31 @@ func TestControllersWired(t *testing.T) {
 					if time.Now().After(deadline) {
 						t.Fatalf("attempt %s, created %v", att.State, api.createdObjects())
 					}
+				}
+			}
+			// The clientset of built-in kinds (node and pod informers, the
+			// binder) speaks protobuf; the Queue CRD stays JSON, which is
+			// all the API server serves custom resources in.
+			encodings := []struct {
+				request  string
+				protobuf bool
+			}{
+				{"GET /api/v1/nodes", true},
+				{"GET /api/v1/pods", true},
+				{"GET /apis/weft.io/v1alpha1/queues", false},
+			}
+			for _, e := range encodings {
+				got := api.encodingsOf(e.request)
+				// The informers list once they start, perhaps after /metrics.
+				for deadline := time.Now().Add(20 * time.Second); e.protobuf && len(got) == 0 && time.Now().Before(deadline); got = api.encodingsOf(e.request) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				jsonOnly := len(got) > 0 && !slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "protobuf") })
+				switch {
+				case e.protobuf && !slices.Equal(got, []string{kubeclient.AcceptContentTypes}):
+					t.Errorf("%s: Accept %q, want %q", e.request, got, kubeclient.AcceptContentTypes)
+				case !e.protobuf && tc.queueAPI && !jsonOnly:
+					t.Errorf("%s: Accept %q, want JSON", e.request, got)
 				}
 			}
 			cancel()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/state/kubestore"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // HA configures weft-rm as one of several replicas, one active by leader
@@ -96,9 +97,9 @@ func RunHA(ctx context.Context, cfg Config, ha HA) error {
 		return errors.New("HA needs this replica's id")
 	}
 	ha.setDefaults(&cfg)
-	client, err := kubernetes.NewForConfig(cfg.Kubernetes)
+	client, err := kubeclient.New(cfg.Kubernetes)
 	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
+		return err
 	}
 	lock := &renewals{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: ha.LeaseNamespace, Name: ha.LeaseName},

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	k8srest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,6 +42,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/translator/kubeclient"
 	"github.com/weft-sh/weft/translator/masterkey"
 )
 
@@ -233,9 +233,9 @@ func openState(cfg Config) (*state.Store, <-chan struct{}, error) {
 	// The API server's priority and fairness bounds it instead.
 	rc := k8srest.CopyConfig(cfg.Kubernetes)
 	rc.QPS, rc.Burst = -1, 0
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeclient.New(rc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, nil, err
 	}
 	store, durable, err := kubestore.Open(client, kubestore.Options{Namespace: cfg.StateNamespace,
 		Name: cfg.Launcher.ClusterID + "-rm-state", MayWrite: cfg.MayWrite, Logger: cfg.Logger})
@@ -266,7 +266,7 @@ func (s *Server) masterKey(name string) ([]byte, error) {
 // keyFromSecret reads a master key from a Secret, creating it on first
 // start.
 func (s *Server) keyFromSecret(namespace, name string) ([]byte, error) {
-	client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
+	client, err := kubeclient.New(s.cfg.Kubernetes)
 	if err != nil {
 		return nil, err
 	}
@@ -316,9 +316,11 @@ func (s *Server) init() error {
 		return err
 	}
 	if s.cfg.Kubernetes != nil {
-		client, err := kubernetes.NewForConfig(s.cfg.Kubernetes)
+		// Protobuf for the launcher's, binder's and informers' built-in
+		// kinds; s.cfg.Kubernetes stays JSON for the Queue CRDs and the CNR.
+		client, err := kubeclient.New(s.cfg.Kubernetes)
 		if err != nil {
-			return fmt.Errorf("kubernetes client: %w", err)
+			return err
 		}
 		opts := s.cfg.Launcher
 		if opts.SchedulerAddr == "" {

@@ -11,7 +11,11 @@
 // Each round creates the pods first, for one scheduler, and only then
 // starts that scheduler: its time runs from its start to the last pod
 // bound, startup and cache sync included. Both get the same client rate
-// limit (-qps, -burst) so that neither is held back by its defaults.
+// limit (-qps, -burst) so that neither is held back by its defaults. All
+// clients speak protobuf for built-in kinds — kube-scheduler by default,
+// weft-rm and the benchmark's own binders (kwokfleet's clients) through
+// translator/kubeclient — so the floors are measured with the encoding
+// the schedulers use.
 //
 //	go run ./test/bench/binding [-nodes 1000] [-pods 5000] [-rounds 1]
 package main

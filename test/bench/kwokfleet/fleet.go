@@ -23,6 +23,7 @@ import (
 
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // NodeLabel is the label every fleet node carries ("type=kwok").
@@ -103,7 +104,7 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	cluster := f.Cluster
 	cfg := *cluster.Config
 	cfg.QPS, cfg.Burst = 5000, 10000
-	if f.Client, err = kubernetes.NewForConfig(&cfg); err != nil {
+	if f.Client, err = kubeclient.New(&cfg); err != nil {
 		return f, err
 	}
 	if f.kwok, err = kube.StartProcess(filepath.Join(f.Logs, "kwok.log"), kwokBin, kube.KwokArgs(cluster.Kubeconfig)...); err != nil {
@@ -129,11 +130,13 @@ func (f *Fleet) Stop() error {
 }
 
 // ClientWith is a client of the fleet's API server with the given
-// limits.
+// limits. Like Client it speaks protobuf (kubeclient.Protobuf), as
+// kube-scheduler and weft-rm do, so that a benchmark's own binders cost
+// the API server what the schedulers' calls cost it.
 func (f *Fleet) ClientWith(qps float64, burst int) *kubernetes.Clientset {
 	c := *f.Cluster.Config
 	c.QPS, c.Burst = float32(qps), burst
-	return kubernetes.NewForConfigOrDie(&c)
+	return kubernetes.NewForConfigOrDie(kubeclient.Protobuf(&c))
 }
 
 func (f *Fleet) createNodes(ctx context.Context, o Options) error {

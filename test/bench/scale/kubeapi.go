@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,21 +10,26 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // kubeAPI is a stand-in for kube-apiserver at weft-rm's process boundary:
 // it serves a fixed fleet of Ready nodes to weft-rm's node watch, and an
 // empty cluster of pods to its pod watch and to the AM launcher's pod
 // list. It answers the calls client-go's informers make — a LIST (every
-// item in one page, resourceVersion "1"), then a WATCH held open with no
-// events until its timeoutSeconds — and counts any other request, which
+// item in one page, resourceVersion "1", in protobuf when the client
+// asks for it as weft-rm's clientsets do, else JSON), then a WATCH held
+// open with no events until its timeoutSeconds — and counts any other request, which
 // the benchmark reports as a failure: weft-rm asking for something the
 // stand-in does not know would mean it measures less than weft-rm does.
 //
@@ -39,7 +45,7 @@ import (
 type kubeAPI struct {
 	srv   *http.Server
 	addr  string
-	nodes []byte // the NodeList, encoded once
+	nodes encoded // the NodeList, encoded once
 
 	mu      sync.Mutex
 	unknown map[string]int // "METHOD path" → count
@@ -64,18 +70,21 @@ func startKubeAPI(n int) (*kubeAPI, error) {
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: created}}},
 		})
 	}
-	b, err := json.Marshal(list)
+	nodes, err := encode(&list)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("node list: %w", err)
+	}
+	emptyPods, err := encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "1"}})
+	if err != nil {
+		return nil, fmt.Errorf("pod list: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	k := &kubeAPI{addr: ln.Addr().String(), nodes: b, unknown: map[string]int{}, calls: map[string]int{}}
+	k := &kubeAPI{addr: ln.Addr().String(), nodes: nodes, unknown: map[string]int{}, calls: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, r *http.Request) { k.serve(w, r, "nodes", k.nodes) })
-	emptyPods := []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
 	mux.HandleFunc("GET /api/v1/pods", func(w http.ResponseWriter, r *http.Request) { k.serve(w, r, "pods", emptyPods) })
 	mux.HandleFunc("GET /api/v1/namespaces/{ns}/pods", func(w http.ResponseWriter, r *http.Request) {
 		k.serve(w, r, "pods in "+r.PathValue("ns"), emptyPods)
@@ -119,22 +128,53 @@ func startKubeAPI(n int) (*kubeAPI, error) {
 	return k, nil
 }
 
-// serve answers a LIST with body, or holds a WATCH open without events
-// until its timeout or the client leaves (the fleet never changes).
-func (k *kubeAPI) serve(w http.ResponseWriter, r *http.Request, what string, body []byte) {
+// encoded is a list in both encodings the API server serves built-in
+// kinds in.
+type encoded struct{ json, protobuf []byte }
+
+// encode encodes obj, whose TypeMeta is set, as JSON and as protobuf.
+func encode(obj runtime.Object) (encoded, error) {
+	var e encoded
+	var err error
+	if e.json, err = json.Marshal(obj); err != nil {
+		return e, err
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
+		return e, err
+	}
+	e.protobuf = buf.Bytes()
+	return e, nil
+}
+
+// serve answers a LIST with body, in protobuf when the request's Accept
+// names it first, as kube-apiserver does, or holds a WATCH open without
+// events until its timeout or the client leaves (the fleet never
+// changes).
+func (k *kubeAPI) serve(w http.ResponseWriter, r *http.Request, what string, body encoded) {
 	watch := r.URL.Query().Get("watch") == "true"
+	proto := strings.HasPrefix(r.Header.Get("Accept"), runtime.ContentTypeProtobuf)
 	k.mu.Lock()
-	if watch {
+	switch {
+	case watch:
 		k.calls["watch "+what]++
-	} else {
+	case proto:
+		k.calls["list "+what+" in protobuf"]++
+	default:
 		k.calls["list "+what]++
 	}
 	k.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
 	if !watch {
-		w.Write(body)
+		if proto {
+			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+			w.Write(body.protobuf)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body.json)
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	timeout := 5 * time.Minute
 	if s, err := strconv.Atoi(r.URL.Query().Get("timeoutSeconds")); err == nil && s > 0 {
 		timeout = time.Duration(s) * time.Second

@@ -15,16 +15,33 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // TestKubeAPIServesInformers checks the stand-in against client-go itself:
 // informers (as weft-rm's node and pod watches) list every node, Ready and
-// with its allocatable, and an empty cluster of pods, and stay synced on
+// with its allocatable, and an empty cluster of pods — in protobuf to a
+// client that asks for it as weft-rm's do, else JSON — and stay synced on
 // the held-open watch; a resource it does not serve is counted, not
 // answered.
 func TestKubeAPIServesInformers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func(*rest.Config) *rest.Config
+		suffix string // of the lists served
+	}{
+		{"JSON", func(c *rest.Config) *rest.Config { return c }, ""},
+		{"protobuf", kubeclient.Protobuf, " in protobuf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testKubeAPIServesInformers(t, tc.client, tc.suffix) })
+	}
+}
+
+func testKubeAPIServesInformers(t *testing.T, config func(*rest.Config) *rest.Config, suffix string) {
 	k, err := startKubeAPI(25)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +55,7 @@ func TestKubeAPIServesInformers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client := kubernetes.NewForConfigOrDie(config(cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nodes := coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
@@ -73,7 +90,7 @@ func TestKubeAPIServesInformers(t *testing.T) {
 		t.Error("a Secret was served")
 	}
 	served, unknown := k.report()
-	want := map[string]bool{"list nodes ×1": false, "watch nodes ×1": false, "list pods ×1": false, "watch pods ×1": false}
+	want := map[string]bool{"list nodes" + suffix + " ×1": false, "watch nodes ×1": false, "list pods" + suffix + " ×1": false, "watch pods ×1": false}
 	for _, s := range served {
 		if _, ok := want[s]; ok {
 			want[s] = true
