@@ -19,6 +19,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -52,19 +53,22 @@ const maxAsks = 8
 // wall time; a container the RM completes while it runs a task is a
 // killed task, which runs again, as in the simulation.
 type batch struct {
-	cl          kubernetes.Interface
-	clientAddr  string
-	sched       string
-	keys        *nmtokens.Keys
-	sc          *sim.Scenario
-	clock       clock
-	meter       *meter
-	heartbeat   time.Duration
-	clusterID   string
-	namespace   string
-	nmPort      int32
-	maxApps     map[string]int
-	uses        *sync.Map // pod name → batchUse (its UID left empty)
+	cl         kubernetes.Interface
+	clientAddr string
+	sched      string
+	keys       *nmtokens.Keys
+	sc         *sim.Scenario
+	clock      clock
+	meter      *meter
+	heartbeat  time.Duration
+	clusterID  string
+	namespace  string
+	nmPort     int32
+	maxApps    map[string]int
+	uses       *sync.Map // pod name → batchUse (its UID left empty)
+	// nodeState is a node's tide state as last seen (the node
+	// informer's), to tell a tide's kill from a queue's (killCause).
+	nodeState   func(name string) v1alpha1.NodeState
 	failures    chan error
 	mu          sync.Mutex
 	waiting     map[string][]int // queue → jobs waiting for room
@@ -126,6 +130,7 @@ func (b *batch) admit(ctx context.Context, jobs []sim.Job, q string) {
 type held struct {
 	id   records.ContainerID
 	pod  string
+	node string // the Kubernetes node it was granted on
 	am   bool
 	task float64 // simulated seconds; 0 when idle
 	end  time.Time
@@ -295,7 +300,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 			continue
 		}
 		if h.task > 0 {
-			a.b.meter.killedTask(a.b.clock.Sim(time.Now()))
+			a.b.meter.killedTask(a.b.clock.Sim(time.Now()), killCause(st.GetExitStatus(), st.GetDiagnostics(), tidal(a.b.nodeState(h.node))))
 			a.todo = append(a.todo, h.task)
 		}
 		if h.am {
@@ -347,7 +352,7 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 	if _, err := a.b.cl.CoreV1().Pods(a.b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod of %s: %w", g.Container, err)
 	}
-	h := &held{id: g.Container, pod: pod.Name, am: isAM}
+	h := &held{id: g.Container, pod: pod.Name, node: c.GetNodeId().GetHost(), am: isAM}
 	a.held[g.Container.String()] = h
 	if isAM {
 		a.amHeld = true
