@@ -131,9 +131,14 @@ type held struct {
 	id   records.ContainerID
 	pod  string
 	node string // the Kubernetes node it was granted on
-	am   bool
-	task float64 // simulated seconds; 0 when idle
-	end  time.Time
+	// noticed is set once the RM names it in a PreemptionMessage (a
+	// tide's notice or a queue's reclaim): it finishes its task but
+	// takes no other, as the simulation's container (engine.complete)
+	// and a Spark executor told to go.
+	noticed bool
+	am      bool
+	task    float64 // simulated seconds; 0 when idle
+	end     time.Time
 }
 
 // am is one job's ApplicationMaster.
@@ -277,7 +282,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 	for _, h := range a.held {
 		if h.task > 0 && !now.Before(h.end) {
 			h.task = 0
-			if a.mix.ReuseContainers && len(a.todo) > 0 {
+			if a.reuses(h) {
 				a.run(h, now)
 			}
 		}
@@ -293,6 +298,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 	}
 	a.release = nil
 	a.response = resp.GetResponseId()
+	a.notice(resp.GetPreempt())
 	for _, st := range resp.GetCompletedContainerStatuses() {
 		id := wire.ContainerIDOf(st.GetContainerId()).String()
 		h := a.held[id]
@@ -318,6 +324,24 @@ func (a *am) heartbeat(ctx context.Context) error {
 		a.gang = true
 	}
 	return nil
+}
+
+// notice marks the containers msg names (weft-rm sends the same list as
+// the strict contract and the contract) noticed.
+func (a *am) notice(msg *yarnpb.PreemptionMessageProto) {
+	for _, cs := range [][]*yarnpb.PreemptionContainerProto{msg.GetStrictContract().GetContainer(), msg.GetContract().GetContainer()} {
+		for _, c := range cs {
+			if h := a.held[wire.ContainerIDOf(c.GetId()).String()]; h != nil {
+				h.noticed = true
+			}
+		}
+	}
+}
+
+// reuses reports whether h, its task done, takes the job's next one: a
+// Spark-like executor does unless it was told to go.
+func (a *am) reuses(h *held) bool {
+	return a.mix.ReuseContainers && !h.noticed && len(a.todo) > 0
 }
 
 // started takes a granted container: its pod, as the node plugin starts

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 )
@@ -234,5 +236,29 @@ func TestFakeKernel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(k.tree.Root, "cpuacct", k.fs.PodPath(corev1.PodQOSBestEffort, "u2"))); !os.IsNotExist(err) {
 		t.Errorf("the ended pod u2's cgroup is still there (%v)", err)
+	}
+}
+
+// TestNoticedContainerTakesNoOtherTask: a container the RM names in a
+// PreemptionMessage finishes its task and is given back, as the
+// simulation's; the others keep taking tasks.
+func TestNoticedContainerTakesNoOtherTask(t *testing.T) {
+	app := records.ApplicationID{ClusterTimestamp: 1, ID: 1}
+	attempt := records.AttemptID{App: app, ID: 1}
+	told, kept := records.ContainerID{Attempt: attempt, ID: 2}, records.ContainerID{Attempt: attempt, ID: 3}
+	a := &am{mix: &sim.Mix{ReuseContainers: true}, todo: []float64{30, 30},
+		held: map[string]*held{told.String(): {id: told}, kept.String(): {id: kept}}}
+	cs := []*yarnpb.PreemptionContainerProto{{Id: wire.ContainerID(told)}}
+	a.notice(&yarnpb.PreemptionMessageProto{StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs}})
+	a.notice(nil)
+	if a.reuses(a.held[told.String()]) {
+		t.Error("the noticed container takes another task")
+	}
+	if !a.reuses(a.held[kept.String()]) {
+		t.Error("a container not noticed takes no other task")
+	}
+	a.mix.ReuseContainers = false
+	if a.reuses(a.held[kept.String()]) {
+		t.Error("a container of a job that does not reuse them takes another task")
 	}
 }
