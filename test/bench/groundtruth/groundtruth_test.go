@@ -139,6 +139,7 @@ func TestKillCause(t *testing.T) {
 		{"queue reclaim, node unknown", records.ExitPreempted, "Container preempted by scheduler", "", sim.KillPreemption},
 		{"colocation agent's memory eviction (podsync reports the pod's outcome)", -137, "Evicted " + evicted, v1alpha1.StateOffline, sim.KillEviction},
 		{"eviction, even if preempted on a node going online", records.ExitPreempted, evicted, v1alpha1.StateOfflineToOnline, sim.KillEviction},
+		{"pod evicted by weft-tide at the deadline (podsync)", records.ExitAborted, "Container's pod was deleted", v1alpha1.StateOfflineToOnline, sim.KillTide},
 		{"pod deleted under it (podsync)", records.ExitAborted, "Container's pod was deleted", v1alpha1.StateOffline, sim.KillPodLost},
 		{"expired unused (podsync)", records.ExitAborted, "Container expired since it was unused", v1alpha1.StateOffline, sim.KillAborted},
 		{"of a completed attempt (podsync)", records.ExitAborted, "Container of a completed attempt", v1alpha1.StateOffline, sim.KillAborted},

@@ -18,11 +18,14 @@ import (
 // alone cannot tell them apart, so the container's node tells: one
 // being taken back from batch work (tidal, its tide state at the kill
 // OfflineToOnline or already Online) was a tide's kill, any other a
-// queue's preemption. The colocation agent's memory eviction
+// queue's preemption. At the same deadline weft-tide evicts the batch
+// pods still on the node (scheduler/tide drive), racing the RM: a pod
+// deleted under its container on a tidal node (podsync: "Container's pod
+// was deleted", ABORTED) is the tide's kill too. The colocation agent's memory eviction
 // (bigdataplugin/colocation) marks the pod with its "evicted by the
 // colocation agent" message before it kills it; podsync reports the
 // pod's outcome with it. A pod gone under its container (podsync:
-// "Container's pod was deleted", ABORTED) is KillPodLost, another
+// "Container's pod was deleted", ABORTED) elsewhere is KillPodLost, another
 // ABORTED (expired unused, of a completed attempt, dropped at an RM
 // restart) KillAborted.
 func killCause(exit int32, diag string, tidal bool) string {
@@ -33,6 +36,8 @@ func killCause(exit int32, diag string, tidal bool) string {
 		return sim.KillTide
 	case exit == records.ExitPreempted:
 		return sim.KillPreemption
+	case exit == records.ExitAborted && strings.Contains(diag, "pod was deleted") && tidal:
+		return sim.KillTide
 	case exit == records.ExitAborted && strings.Contains(diag, "pod was deleted"):
 		return sim.KillPodLost
 	case exit == records.ExitAborted:
