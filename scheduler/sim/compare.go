@@ -26,6 +26,9 @@ const Tolerance = 0.15
 type Measure struct {
 	Name      string
 	Sim, Real float64
+	// Info marks a row printed to explain the others (a kill rate by
+	// cause), not checked against Tolerance.
+	Info bool
 }
 
 // Ratio is Sim/Real (1 when both are zero, +Inf when only Real is).
@@ -47,21 +50,46 @@ func (m Measure) Within() bool { return math.Abs(m.Ratio()-1) <= Tolerance }
 // memory utilization and the task kill rate.
 func Compare(sim, real *Result) []Measure {
 	return []Measure{
-		{"CPU avg %", sim.CPUAvg, real.CPUAvg},
-		{"memory avg %", sim.MemAvg, real.MemAvg},
-		{"kill rate %", sim.KillRate(), real.KillRate()},
+		{Name: "CPU avg %", Sim: sim.CPUAvg, Real: real.CPUAvg},
+		{Name: "memory avg %", Sim: sim.MemAvg, Real: real.MemAvg},
+		{Name: "kill rate %", Sim: sim.KillRate(), Real: real.KillRate()},
 	}
 }
 
+// KillCauses are the causes the comparison breaks the kill rate into, in
+// its order.
+var KillCauses = []string{KillTide, KillPreemption, KillEviction, KillPodLost, KillAborted, KillOther}
+
+// CompareKills breaks both runs' kill rates down by cause: each row is the
+// tasks killed for it over all task attempts, in percent, so that the rows
+// sum to the kill rate. They are Info rows: the total is what is checked.
+func CompareKills(sim, real *Result) []Measure {
+	rate := func(r *Result, cause string) float64 {
+		if r.TaskAttempts == 0 {
+			return 0
+		}
+		return 100 * float64(r.TasksKilledBy[cause]) / float64(r.TaskAttempts)
+	}
+	var out []Measure
+	for _, c := range KillCauses {
+		out = append(out, Measure{Name: "  killed: " + c + " %", Sim: rate(sim, c), Real: rate(real, c), Info: true})
+	}
+	return out
+}
+
 // WriteComparison prints both runs' numbers, their ratio and whether it
-// is within Tolerance; it returns how many are not.
+// is within Tolerance; it returns how many are not. Info rows print their
+// ratio but are not checked.
 func WriteComparison(w io.Writer, ms []Measure) (int, error) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "measure\tsimulated\treal\tratio\twithin 15%\t")
 	off := 0
 	for _, m := range ms {
 		ok := "yes"
-		if !m.Within() {
+		switch {
+		case m.Info:
+			ok = "-"
+		case !m.Within():
 			ok, off = "NO", off+1
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.3f\t%s\t\n", m.Name, m.Sim, m.Real, m.Ratio(), ok)

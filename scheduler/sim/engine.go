@@ -37,6 +37,13 @@ const (
 	KillTide       = "tide"       // a lent node taken back past its notice
 	KillEviction   = "eviction"   // the node agent's memory eviction
 	KillPreemption = "preemption" // a queue's reclaim past the grace
+	// Causes only the real run reports (test/bench/groundtruth reads
+	// them from the RM's exit status and diagnostics): a container whose
+	// pod went away under it, one the RM expired or aborted, anything
+	// else.
+	KillPodLost = "pod lost"
+	KillAborted = "aborted"
+	KillOther   = "other"
 )
 
 type eventKind uint8
@@ -211,7 +218,7 @@ func newEngine(sc *Scenario, w *Workload, p Policy) (*engine, error) {
 		active: map[string]int{}, maxApps: map[string]int{},
 		reqs: map[string]*request{}, conts: map[string]*container{},
 		alloc: colocation.Amount{MilliCPU: sc.Cluster.MilliCPU, Memory: sc.Cluster.MemoryGiB * gib},
-		r:     &Result{Policy: p, KillsBy: map[string]int{}}}
+		r:     &Result{Policy: p, KillsBy: map[string]int{}, TasksKilledBy: map[string]int{}}}
 	if p == TideNoNotice {
 		spec := *e.spec.DeepCopy()
 		spec.Notice = &metav1.Duration{}
@@ -319,7 +326,7 @@ func (e *engine) handle(ev event) error {
 		}
 	case evMeasure:
 		// The warm-up is over: count from here.
-		e.r = &Result{Policy: e.p, KillsBy: map[string]int{}, running: e.r.running}
+		e.r = &Result{Policy: e.p, KillsBy: map[string]int{}, TasksKilledBy: map[string]int{}, running: e.r.running}
 	case evDrained:
 		if n := ev.n; n.state == v1alpha1.StateOnlineToOffline {
 			e.move(n, v1alpha1.StateOffline)
@@ -871,6 +878,7 @@ func (e *engine) kill(c *container, why string) {
 	}
 	e.progress(c)
 	e.r.TasksKilled++
+	e.r.TasksKilledBy[why]++
 	e.r.LostCoreSeconds += (c.task - c.left) * float64(c.res.MilliCPU) / 1000
 	j.todo = append(j.todo, c.task)
 	j.running--

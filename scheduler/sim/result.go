@@ -35,9 +35,11 @@ type Result struct {
 	TaskAttempts, TasksKilled, AMsKilled int
 	Killed                               int
 	KillsBy                              map[string]int
-	LostCoreSeconds                      float64
-	JobsSubmitted                        int
-	JobsDone                             int
+	// TasksKilledBy splits TasksKilled by cause (the Kill constants).
+	TasksKilledBy   map[string]int
+	LostCoreSeconds float64
+	JobsSubmitted   int
+	JobsDone        int
 	// Noticed are containers told their node is taken back; Preempted,
 	// those a queue's reclaim chose; SavedByNotice, those of either that
 	// finished their task before the deadline.

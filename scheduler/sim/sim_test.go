@@ -92,6 +92,23 @@ func TestPolicies(t *testing.T) {
 	}
 	// Without notice every task on a node taken back dies; with it, those
 	// that end within the notice are saved.
+	// Killed tasks by cause: each a task kill of that cause (an AM's not
+	// among them), together all of them.
+	for _, x := range r {
+		sum := 0
+		for why, n := range x.TasksKilledBy {
+			sum += n
+			if n > x.KillsBy[why] {
+				t.Errorf("%s: %d tasks killed by %s, more than its %d container kills", x.Policy, n, why, x.KillsBy[why])
+			}
+		}
+		if sum != x.TasksKilled {
+			t.Errorf("%s: tasks killed by cause %v sum to %d, want TasksKilled %d", x.Policy, x.TasksKilledBy, sum, x.TasksKilled)
+		}
+	}
+	if abrupt.TasksKilledBy[KillTide] <= notice.TasksKilledBy[KillTide] {
+		t.Errorf("no notice killed %d tasks at the tide, notice %d: want more without", abrupt.TasksKilledBy[KillTide], notice.TasksKilledBy[KillTide])
+	}
 	if abrupt.KillsBy[KillTide] <= notice.KillsBy[KillTide] {
 		t.Errorf("no notice killed %d at the tide, notice %d: want more without", abrupt.KillsBy[KillTide], notice.KillsBy[KillTide])
 	}

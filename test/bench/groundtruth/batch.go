@@ -19,6 +19,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -52,19 +53,22 @@ const maxAsks = 8
 // wall time; a container the RM completes while it runs a task is a
 // killed task, which runs again, as in the simulation.
 type batch struct {
-	cl          kubernetes.Interface
-	clientAddr  string
-	sched       string
-	keys        *nmtokens.Keys
-	sc          *sim.Scenario
-	clock       clock
-	meter       *meter
-	heartbeat   time.Duration
-	clusterID   string
-	namespace   string
-	nmPort      int32
-	maxApps     map[string]int
-	uses        *sync.Map // pod name → batchUse (its UID left empty)
+	cl         kubernetes.Interface
+	clientAddr string
+	sched      string
+	keys       *nmtokens.Keys
+	sc         *sim.Scenario
+	clock      clock
+	meter      *meter
+	heartbeat  time.Duration
+	clusterID  string
+	namespace  string
+	nmPort     int32
+	maxApps    map[string]int
+	uses       *sync.Map // pod name → batchUse (its UID left empty)
+	// nodeState is a node's tide state as last seen (the node
+	// informer's), to tell a tide's kill from a queue's (killCause).
+	nodeState   func(name string) v1alpha1.NodeState
 	failures    chan error
 	mu          sync.Mutex
 	waiting     map[string][]int // queue → jobs waiting for room
@@ -126,9 +130,15 @@ func (b *batch) admit(ctx context.Context, jobs []sim.Job, q string) {
 type held struct {
 	id   records.ContainerID
 	pod  string
-	am   bool
-	task float64 // simulated seconds; 0 when idle
-	end  time.Time
+	node string // the Kubernetes node it was granted on
+	// noticed is set once the RM names it in a PreemptionMessage (a
+	// tide's notice or a queue's reclaim): it finishes its task but
+	// takes no other, as the simulation's container (engine.complete)
+	// and a Spark executor told to go.
+	noticed bool
+	am      bool
+	task    float64 // simulated seconds; 0 when idle
+	end     time.Time
 }
 
 // am is one job's ApplicationMaster.
@@ -272,7 +282,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 	for _, h := range a.held {
 		if h.task > 0 && !now.Before(h.end) {
 			h.task = 0
-			if a.mix.ReuseContainers && len(a.todo) > 0 {
+			if a.reuses(h) {
 				a.run(h, now)
 			}
 		}
@@ -288,6 +298,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 	}
 	a.release = nil
 	a.response = resp.GetResponseId()
+	a.notice(resp.GetPreempt())
 	for _, st := range resp.GetCompletedContainerStatuses() {
 		id := wire.ContainerIDOf(st.GetContainerId()).String()
 		h := a.held[id]
@@ -295,7 +306,7 @@ func (a *am) heartbeat(ctx context.Context) error {
 			continue
 		}
 		if h.task > 0 {
-			a.b.meter.killedTask(a.b.clock.Sim(time.Now()))
+			a.b.meter.killedTask(a.b.clock.Sim(time.Now()), killCause(st.GetExitStatus(), st.GetDiagnostics(), tidal(a.b.nodeState(h.node))))
 			a.todo = append(a.todo, h.task)
 		}
 		if h.am {
@@ -313,6 +324,24 @@ func (a *am) heartbeat(ctx context.Context) error {
 		a.gang = true
 	}
 	return nil
+}
+
+// notice marks the containers msg names (weft-rm sends the same list as
+// the strict contract and the contract) noticed.
+func (a *am) notice(msg *yarnpb.PreemptionMessageProto) {
+	for _, cs := range [][]*yarnpb.PreemptionContainerProto{msg.GetStrictContract().GetContainer(), msg.GetContract().GetContainer()} {
+		for _, c := range cs {
+			if h := a.held[wire.ContainerIDOf(c.GetId()).String()]; h != nil {
+				h.noticed = true
+			}
+		}
+	}
+}
+
+// reuses reports whether h, its task done, takes the job's next one: a
+// Spark-like executor does unless it was told to go.
+func (a *am) reuses(h *held) bool {
+	return a.mix.ReuseContainers && !h.noticed && len(a.todo) > 0
 }
 
 // started takes a granted container: its pod, as the node plugin starts
@@ -347,7 +376,7 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 	if _, err := a.b.cl.CoreV1().Pods(a.b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod of %s: %w", g.Container, err)
 	}
-	h := &held{id: g.Container, pod: pod.Name, am: isAM}
+	h := &held{id: g.Container, pod: pod.Name, node: c.GetNodeId().GetHost(), am: isAM}
 	a.held[g.Container.String()] = h
 	if isAM {
 		a.amHeld = true

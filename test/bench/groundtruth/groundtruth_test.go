@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
+	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 )
 
 func TestClock(t *testing.T) {
@@ -93,14 +98,14 @@ func TestMeter(t *testing.T) {
 	// A warm-up sample and task, not measured.
 	m.record(start.Add(-time.Minute), []load{{OnlineMilliCPU: 10000}, {OnlineMilliCPU: 10000}})
 	m.started(start.Add(-time.Minute))
-	m.killedTask(start.Add(-time.Second))
+	m.killedTask(start.Add(-time.Second), sim.KillTide)
 	// 30% and 60% of the CPU; memory 50%, then over the top (capped).
 	m.record(start, []load{{OnlineMilliCPU: 2000, BatchMilliCPU: 1000, OnlineMemory: 50}, {OnlineMilliCPU: 3000, OnlineMemory: 50}})
 	m.record(start.Add(time.Minute), []load{{OnlineMilliCPU: 6000, BatchMilliCPU: 6000, OnlineMemory: 150}, {OnlineMemory: 100}})
 	for range 8 {
 		m.started(start)
 	}
-	m.killedTask(start.Add(time.Minute))
+	m.killedTask(start.Add(time.Minute), sim.KillEviction)
 	r := m.result()
 	if len(r.Samples) != 2 {
 		t.Fatalf("%d samples measured, want 2 (the warm-up's left out)", len(r.Samples))
@@ -110,6 +115,40 @@ func TestMeter(t *testing.T) {
 	}
 	if r.TaskAttempts != 8 || r.TasksKilled != 1 || r.KillRate() != 12.5 {
 		t.Errorf("%d attempts, %d killed (%g%%), want 8, 1 (12.5%%)", r.TaskAttempts, r.TasksKilled, r.KillRate())
+	}
+	if want := map[string]int{sim.KillEviction: 1}; !maps.Equal(r.TasksKilledBy, want) {
+		t.Errorf("killed by cause %v, want %v (the warm-up's tide kill left out)", r.TasksKilledBy, want)
+	}
+}
+
+// TestKillCause classifies the completed statuses the RM writes, with the
+// exit codes and diagnostics of the code that writes them.
+func TestKillCause(t *testing.T) {
+	evicted := "memory pressure: the node uses 900 MiB, above the eviction watermark 95% of its allocatable 1000 MiB; " +
+		"evicted by the colocation agent of node n1 (tier low, working set 200 MiB)"
+	for _, tc := range []struct {
+		name  string
+		exit  int32
+		diag  string
+		state v1alpha1.NodeState
+		want  string
+	}{
+		{"tide notice expired (allocator killDuePreemptions)", records.ExitPreempted, "Container preempted by scheduler", v1alpha1.StateOfflineToOnline, sim.KillTide},
+		{"tide, node already back online", records.ExitPreempted, "Container preempted by scheduler", v1alpha1.StateOnline, sim.KillTide},
+		{"queue reclaim on a lent node", records.ExitPreempted, "Container preempted by scheduler", v1alpha1.StateOffline, sim.KillPreemption},
+		{"queue reclaim, node unknown", records.ExitPreempted, "Container preempted by scheduler", "", sim.KillPreemption},
+		{"colocation agent's memory eviction (podsync reports the pod's outcome)", -137, "Evicted " + evicted, v1alpha1.StateOffline, sim.KillEviction},
+		{"eviction, even if preempted on a node going online", records.ExitPreempted, evicted, v1alpha1.StateOfflineToOnline, sim.KillEviction},
+		{"pod evicted by weft-tide at the deadline (podsync)", records.ExitAborted, "Container's pod was deleted", v1alpha1.StateOfflineToOnline, sim.KillTide},
+		{"pod deleted under it (podsync)", records.ExitAborted, "Container's pod was deleted", v1alpha1.StateOffline, sim.KillPodLost},
+		{"expired unused (podsync)", records.ExitAborted, "Container expired since it was unused", v1alpha1.StateOffline, sim.KillAborted},
+		{"of a completed attempt (podsync)", records.ExitAborted, "Container of a completed attempt", v1alpha1.StateOffline, sim.KillAborted},
+		{"failed in its pod", 1, "Error exit code 1", v1alpha1.StateOffline, sim.KillOther},
+		{"killed by RM", records.ExitKilledByRM, "", v1alpha1.StateOfflineToOnline, sim.KillOther},
+	} {
+		if got := killCause(tc.exit, tc.diag, tidal(tc.state)); got != tc.want {
+			t.Errorf("%s: exit %d %q on a %q node: %q, want %q", tc.name, tc.exit, tc.diag, tc.state, got, tc.want)
+		}
 	}
 }
 
@@ -198,5 +237,29 @@ func TestFakeKernel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(k.tree.Root, "cpuacct", k.fs.PodPath(corev1.PodQOSBestEffort, "u2"))); !os.IsNotExist(err) {
 		t.Errorf("the ended pod u2's cgroup is still there (%v)", err)
+	}
+}
+
+// TestNoticedContainerTakesNoOtherTask: a container the RM names in a
+// PreemptionMessage finishes its task and is given back, as the
+// simulation's; the others keep taking tasks.
+func TestNoticedContainerTakesNoOtherTask(t *testing.T) {
+	app := records.ApplicationID{ClusterTimestamp: 1, ID: 1}
+	attempt := records.AttemptID{App: app, ID: 1}
+	told, kept := records.ContainerID{Attempt: attempt, ID: 2}, records.ContainerID{Attempt: attempt, ID: 3}
+	a := &am{mix: &sim.Mix{ReuseContainers: true}, todo: []float64{30, 30},
+		held: map[string]*held{told.String(): {id: told}, kept.String(): {id: kept}}}
+	cs := []*yarnpb.PreemptionContainerProto{{Id: wire.ContainerID(told)}}
+	a.notice(&yarnpb.PreemptionMessageProto{StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs}})
+	a.notice(nil)
+	if a.reuses(a.held[told.String()]) {
+		t.Error("the noticed container takes another task")
+	}
+	if !a.reuses(a.held[kept.String()]) {
+		t.Error("a container not noticed takes no other task")
+	}
+	a.mix.ReuseContainers = false
+	if a.reuses(a.held[kept.String()]) {
+		t.Error("a container of a job that does not reuse them takes another task")
 	}
 }

@@ -150,7 +150,7 @@ func run(o options) (int, error) {
 		fmt.Printf("  %-18s CPU avg: online %.1f%% + batch %.1f%%\n", r.Policy, on, batch)
 	}
 	fmt.Println()
-	return sim.WriteComparison(os.Stdout, sim.Compare(rs[0], real))
+	return sim.WriteComparison(os.Stdout, append(sim.Compare(rs[0], real), sim.CompareKills(rs[0], real)...))
 }
 
 // split is the samples' average online and batch CPU, in percent.
@@ -258,7 +258,13 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	m := &meter{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30, Nodes: s.Cluster.Nodes, From: s.Start.Time}
 	b := &batch{cl: cl, clientAddr: rm.ClientAddr, sched: rm.SchedulerAddr, keys: nmtokens.New(key), sc: s, clock: c, meter: m,
 		heartbeat: p.Heartbeat, clusterID: clusterID, namespace: jobsNS, nmPort: nmPort, maxApps: maxApps, uses: &sync.Map{},
-		failures: make(chan error, 1)}
+		failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
+			o, ok, _ := nodeInf.GetStore().GetByKey(name)
+			if !ok {
+				return ""
+			}
+			return tide.StateOf(o.(*corev1.Node))
+		}}
 	w := sim.Generate(*s)
 	end := c.Wall(s.Start.Add(s.Duration.Duration))
 	fmt.Printf("\nreal run: %d jobs arrive, %d replica steps; ends at %s (in %s)\n", len(w.Jobs), len(w.Replicas), end.Format("15:04:05"), time.Until(end).Round(time.Second))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type meter struct {
 	mu               sync.Mutex
 	samples          []sim.Sample
 	attempts, killed int
+	killedBy         map[string]int
 }
 
 // record adds a sample at at (the scenario's time) of loads, one per
@@ -56,23 +58,36 @@ func (m *meter) record(at time.Time, loads []load) {
 // started counts a task attempt started at at (the scenario's time),
 // killedTask one ended then by a kill before it was done (it runs again:
 // another attempt). The warm-up's are not counted.
-func (m *meter) started(at time.Time)    { m.count(at, &m.attempts) }
-func (m *meter) killedTask(at time.Time) { m.count(at, &m.killed) }
+// cause is a sim Kill constant (killCause).
+func (m *meter) started(at time.Time) { m.count(at, "") }
+func (m *meter) killedTask(at time.Time, cause string) {
+	m.count(at, cause)
+}
 
-func (m *meter) count(at time.Time, n *int) {
+// count counts an attempt started when cause is empty, else one killed
+// for cause.
+func (m *meter) count(at time.Time, cause string) {
 	if at.Before(m.From) {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	*n++
+	if cause == "" {
+		m.attempts++
+		return
+	}
+	m.killed++
+	if m.killedBy == nil {
+		m.killedBy = map[string]int{}
+	}
+	m.killedBy[cause]++
 }
 
 // result is the run's sim.Result over the samples from From on.
 func (m *meter) result() *sim.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed}
+	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed, TasksKilledBy: maps.Clone(m.killedBy)}
 	for _, s := range m.samples {
 		if !s.At.Before(m.From) {
 			r.Samples = append(r.Samples, s)
