@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -17,6 +18,22 @@ import (
 
 // quiet is the tests' logger.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// registered submits an unmanaged-AM application of alice's to queue and
+// registers its first attempt.
+func registered(t *testing.T, mgr *rm.Manager, queue string) records.AttemptID {
+	t.Helper()
+	ctx := context.Background()
+	app := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: queue, UnmanagedAM: true}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := records.AttemptID{App: app, ID: 1}
+	if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	return attempt
+}
 
 // testRM is an RM over a store of its own, with the queues given, on a
 // clock the test moves through the returned time.

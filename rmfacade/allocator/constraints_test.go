@@ -12,7 +12,6 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/rm"
 )
 
 // versionedNodes are Kubernetes nodes whose version a test moves when it
@@ -44,14 +43,7 @@ func TestConstraintsKeptUntilNodesMove(t *testing.T) {
 		put(t, mgr, &records.Node{ID: id, Host: id, HTTPAddress: id + ":8042", State: records.NodeRunning,
 			Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}})
 	}
-	app := mgr.NewApplicationID()
-	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "default", UnmanagedAM: true}); err != nil {
-		t.Fatal(err)
-	}
-	attempt := records.AttemptID{App: app, ID: 1}
-	if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
-		t.Fatal(err)
-	}
+	attempt := registered(t, mgr, "default")
 	a := New(mgr, Options{Logger: quiet, Now: clock, Nodes: kube})
 	// ask grants n more containers and returns where the cycle put them
 	// and how many node lookups it made.

@@ -121,14 +121,7 @@ func TestStalePlanRefusedAndRetried(t *testing.T) {
 			})
 			clock := func() time.Time { return *now }
 			put(t, mgr, tc.nodes...)
-			app := mgr.NewApplicationID()
-			if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "a", UnmanagedAM: true}); err != nil {
-				t.Fatal(err)
-			}
-			attempt := records.AttemptID{App: app, ID: 1}
-			if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
-				t.Fatal(err)
-			}
+			attempt := registered(t, mgr, "a")
 			kube := &midCycle{after: 0}
 			if tc.moved != nil {
 				kube.write = func() { tc.moved(t, fixture{mgr: mgr, attempt: attempt, now: now}) }

@@ -411,14 +411,7 @@ func TestGrantsLeaveThePlanOutOfTheView(t *testing.T) {
 	mgr, now := testRM(t, quota.DefaultQueues)
 	put(t, mgr, &records.Node{ID: "n1", Host: "n1", HTTPAddress: "n1:8042", State: records.NodeRunning,
 		Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}})
-	app := mgr.NewApplicationID()
-	if err := mgr.Submit(ctx, rm.Submission{ID: app, User: "alice", Queue: "default", UnmanagedAM: true}); err != nil {
-		t.Fatal(err)
-	}
-	attempt := records.AttemptID{App: app, ID: 1}
-	if _, err := mgr.RegisterAM(ctx, attempt, "h", 1, ""); err != nil {
-		t.Fatal(err)
-	}
+	attempt := registered(t, mgr, "default")
 	a := New(mgr, Options{Logger: quiet, Now: func() time.Time { return *now }})
 	a.Update(attempt, []*yarnpb.ResourceRequestProto{{ResourceName: proto.String("*"), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(1)},
 		Capability: &yarnpb.ResourceProto{Memory: proto.Int64(1024), VirtualCores: proto.Int32(1)}, NumContainers: proto.Int32(3)}})
