@@ -312,7 +312,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	// The grants carry what the RM needs of the plan; the view's copy of
 	// it goes before they are stored, which at the fill of the scale
 	// benchmark took seconds, AMs acquiring all the while.
-	if err := a.view.releasePlanned(result, pending); err != nil {
+	if err := a.view.releasePlanned(result); err != nil {
 		a.view.markAll()
 		return 0, err
 	}

@@ -28,7 +28,8 @@ import (
 // differs from what the view holds (putAttempt); a node by upserting it. What a cycle's plan wrote into the view (placements, victims marked)
 // is the scheduler's guess of what the RM will record: each application a
 // plan touched is marked and derived again from what the RM did record, at
-// the next cycle. Pods that name Weft's scheduler come from an informer,
+// the next cycle (its YARN placements leave the view as soon as the grants
+// are built, releasePlanned). Pods that name Weft's scheduler come from an informer,
 // not the RM's store: what one cycle made of them is undone and made
 // again at the next.
 //
@@ -355,16 +356,17 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 }
 
 // releasePlanned takes out of the view what a plan made of YARN asks (the
-// allocations it applied, the asks' entries in pending) once the RM has
-// stored or refused the grants: the next cycle derives those applications
+// allocations it applied, the asks' entries in pending) once the cycle has
+// built the grants from them: the next cycle derives those applications
 // again (markPlanned) from what the RM recorded, under its container ids.
 // Kept until then, the fill of the scale benchmark held its 100,000 planned
-// allocations beside their derived copies: the peak of weft-rm's heap.
-func (v *view) releasePlanned(result *objects.PlanResult, pending map[string]pendingRequest) error {
+// allocations while the grants were stored and then beside their derived
+// copies: the peak of weft-rm's heap.
+func (v *view) releasePlanned(result *objects.PlanResult) error {
 	return v.st.Update(func(w *schedstate.Txn) error {
 		for _, u := range result.Applied {
 			for _, pl := range u.Placements {
-				if _, ok := pending[pl.RequestID]; !ok {
+				if _, ok := v.pending[pl.RequestID]; !ok {
 					continue // a pod's: undone with the pods' cycle
 				}
 				delete(v.pending, pl.RequestID)
