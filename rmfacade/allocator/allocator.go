@@ -265,11 +265,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	for _, p := range pending {
 		waiting[p.queue]++
 	}
-	if len(pods.pending) > 0 {
-		ss := st.Snapshot()
-		for id := range pods.pending {
-			waiting[ss.Request(id).Queue]++
-		}
+	for _, pp := range pods.pending {
+		waiting[pp.queue]++
 	}
 	a.metrics.observeQueues(st, h, waiting)
 	if len(pending) == 0 && len(pods.pending) == 0 {
@@ -285,7 +282,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		a.view.markAll()
 		return 0, err
 	}
-	a.markPlanned(result, pending)
+	a.markPlanned(result, pending, pods)
 	if err := a.notifyVictims(ctx, result.Preempted, pods); err != nil {
 		return 0, err
 	}
@@ -371,21 +368,26 @@ func (a *Allocator) hierarchy(nodes []*records.Node, now time.Time) (*quota.Hier
 	return h, nil
 }
 
-// markPlanned marks the applications a plan wrote to: its placements and
-// victims in the view are the scheduler's guess of what the RM will
-// record, so they are derived again from what it did record, whatever
-// happens to the grants.
-func (a *Allocator) markPlanned(result *objects.PlanResult, pending map[string]pendingRequest) {
+// markPlanned marks the applications and pods a plan wrote to: its
+// placements and victims in the view are the scheduler's guess of what the
+// RM will record and the API server will show, so they are made again from
+// what they did record and show, whatever happens to the grants and
+// bindings.
+func (a *Allocator) markPlanned(result *objects.PlanResult, pending map[string]pendingRequest, pods *podView) {
 	for _, u := range result.Applied {
 		for _, pl := range u.Placements {
 			if p, ok := pending[pl.RequestID]; ok {
 				a.view.markApp(p.attempt.App)
+			} else {
+				pods.touched(pl.RequestID)
 			}
 		}
 	}
 	for _, v := range result.Preempted {
 		if id, err := records.ParseContainerID(v.AllocationID); err == nil {
 			a.view.markApp(id.Attempt.App)
+		} else {
+			pods.touched(v.AllocationID)
 		}
 	}
 }
@@ -573,7 +575,7 @@ func amContainer(snap *state.Snapshot, app *records.Application) *records.Contai
 
 // notifyVictims marks the plan's preemption victims, whose AMs are then
 // told in their allocate responses until the grace period ends.
-func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preemption, pods *podCycle) error {
+func (a *Allocator) notifyVictims(ctx context.Context, victims []objects.Preemption, pods *podView) error {
 	deadline := a.opts.Now().Add(a.opts.PreemptionGrace)
 	for _, v := range victims {
 		if p := pods.bound[v.AllocationID]; p != nil {

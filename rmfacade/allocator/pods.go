@@ -55,123 +55,309 @@ type pendingPod struct {
 	pod *corev1.Pod
 	// am is set for the AM container of one of this RM's applications:
 	// its placement is the RM's allocation of that container.
-	am   *records.ContainerID
-	tier records.Tier
+	am    *records.ContainerID
+	tier  records.Tier
+	queue string
 }
 
-// podCycle is what one cycle made of the pods.
-type podCycle struct {
+// podView is what the view holds of the pods that name Weft's scheduler,
+// kept from cycle to cycle as the RM's applications are (issue 18): a
+// cycle makes again only the pods whose resource version or node changed
+// since, those a plan wrote to, and the few whose objects rest on more
+// than the pod (everyCycle). Making every pod again each cycle was 40% of
+// weft-rm's CPU while binding 5,000 pods (test/bench/binding): each cycle
+// binds a few hundred, and made the thousands already placed over again.
+type podView struct {
+	entries map[types.UID]*podEntry
+	// pending are the pods with a request in the store, bound those with
+	// an allocation (preemption may choose them), by id.
 	pending map[string]pendingPod
-	// bound are the placed pods that are not YARN containers, by id:
-	// preemption may choose them.
-	bound map[string]*corev1.Pod
-	// refusals are pods to tell why they are not scheduled, once the
-	// store's write is over (it must not wait on the API server).
+	bound   map[string]*corev1.Pod
+	// appPods counts the entries under each pods' application: it leaves
+	// the store with its last pod.
+	appPods map[string]int
+	// where is the constraints the waiting pods' requests were made with.
+	where *constraints
+	// gen stamps the entries seen in a cycle; those not seen are gone.
+	gen uint64
+	// refusals are this cycle's pods to tell why they are not scheduled,
+	// once the store's write is over (it must not wait on the API server).
 	refusals []refusal
-	// What the cycle wrote for the pods into the view, which the next
-	// undoes (undoPods): the pods' applications, AM pods' requests, and
-	// what placed pods out of any queue hold on their nodes.
-	apps       []string
-	amRequests []string
-	charges    map[string]quota.Resource
 }
+
+// podEntry is what the store holds of one pod, and what it was made from.
+type podEntry struct {
+	pod *corev1.Pod
+	id  string
+	// rv and node are the pod's resource version and node when the entry
+	// was made: binding (assumed, then seen) changes one or the other.
+	rv, node string
+	gen      uint64
+	kind     podKind
+	// app is the pods' application a request or allocation is counted
+	// under (appPods); empty for an AM pod's request, which is its
+	// attempt's.
+	app string
+	// everyCycle entries rest on more than the pod, and are made again each
+	// cycle: an AM pod's request on its attempt's records, a refused pod on
+	// the other pods of its job, a charge on its node, which syncNodes
+	// writes afresh from the RM's record.
+	everyCycle bool
+	// stale entries were written to by a plan: its placement or victim
+	// is the scheduler's guess, made again from the pod as it is.
+	stale      bool
+	chargeNode string
+	charge     quota.Resource
+}
+
+// podKind is what an entry put in the store.
+type podKind uint8
+
+const (
+	// podNone: nothing — a YARN container (the RM's records hold it), a
+	// refused pod, a pod on a node the view does not have.
+	podNone podKind = iota
+	podRequest
+	podAllocation
+	// podCharged: placed, out of any queue, counted among what others
+	// hold on its node.
+	podCharged
+)
 
 type refusal struct {
 	pod             *corev1.Pod
 	reason, message string
 }
 
-// addPods puts Weft's pods into the scheduler's store: waiting pods as
-// requests (an AM pod under its attempt, high tier), and placed pods that
-// are not this RM's YARN containers (those come from the RM's records) as
-// allocations.
-func (a *Allocator) addPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints) (*podCycle, error) {
-	pc := &podCycle{pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{}, charges: map[string]quota.Resource{}}
+func newPodView() *podView {
+	return &podView{entries: map[types.UID]*podEntry{}, pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{},
+		appPods: map[string]int{}}
+}
+
+// undoEveryCycle takes out the entries made again each cycle. It runs
+// before the nodes and applications are brought up to date: a charge is
+// taken off before syncNodes writes its node from the RM's record, an AM
+// pod's request before syncApps derives its attempt again.
+func (pv *podView) undoEveryCycle(w *schedstate.Txn) error {
+	for _, e := range pv.entries {
+		if e.everyCycle {
+			if err := pv.undo(w, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// undo takes an entry's objects out of the store: its request, or the
+// allocation a plan or the pod's placement made of it, its charge, and its
+// application with its last pod.
+func (pv *podView) undo(w *schedstate.Txn, e *podEntry) error {
+	switch e.kind {
+	case podRequest, podAllocation:
+		switch {
+		case w.Request(e.id) != nil:
+			if err := w.RemoveRequest(e.id); err != nil {
+				return err
+			}
+		case w.Allocation(e.id) != nil: // a node the view lost releases it first
+			if err := w.ReleaseAllocation(e.id); err != nil {
+				return err
+			}
+		}
+		if e.app != "" {
+			if pv.appPods[e.app]--; pv.appPods[e.app] <= 0 {
+				delete(pv.appPods, e.app)
+				if w.Application(e.app) != nil {
+					if err := w.DeleteApplication(e.app); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case podCharged:
+		if n := w.Node(e.chargeNode); n != nil {
+			c := *n
+			c.NonWeftUsed = n.NonWeftUsed.Sub(e.charge)
+			if err := w.UpsertNode(&c); err != nil {
+				return err
+			}
+		}
+	}
+	delete(pv.pending, e.id)
+	delete(pv.bound, e.id)
+	e.kind, e.app = podNone, ""
+	return nil
+}
+
+// touched marks the pods a plan placed or chose as victims: made again
+// from the pods at the next cycle, bound or not.
+func (pv *podView) touched(id string) {
+	var p *corev1.Pod
+	if pp, ok := pv.pending[id]; ok {
+		p = pp.pod
+	} else if p = pv.bound[id]; p == nil {
+		return
+	}
+	if e := pv.entries[p.UID]; e != nil {
+		e.stale = true
+	}
+}
+
+// syncPods brings the view's pods up to the Pods source: the pods gone
+// leave the store, the new and changed are made (waiting pods as requests,
+// an AM pod under its attempt, high tier; placed pods that are not this
+// RM's YARN containers — those come from the RM's records — as
+// allocations). Every pod is made again when a node entered or left the
+// view (moved: a pod on it was left out, or its allocation went with it),
+// and every waiting one when the constraints changed.
+func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints, moved bool) error {
+	pv := a.view.pods
+	pv.refusals = nil
 	if a.opts.Pods == nil {
-		return pc, nil
+		return nil
 	}
+	if moved {
+		for uid, e := range pv.entries {
+			if err := pv.undo(w, e); err != nil {
+				return err
+			}
+			delete(pv.entries, uid)
+		}
+	}
+	whereMoved := pv.where != where
+	pv.where = where
+	pv.gen++
 	pending, bound := a.opts.Pods.Pods()
-	for _, p := range bound {
-		if _, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
-			continue // the RM's records hold it
-		}
-		rn := nodes.byHost[p.Spec.NodeName]
-		if rn == nil || w.Node(rn.ID) == nil {
-			continue // on a node Weft does not schedule onto now
-		}
-		node := rn.ID
-		appID, tier, err := a.podApp(w, pc, p)
-		if err != nil {
-			// Placed, but no longer in a queue (its queue was removed):
-			// it still holds the node's capacity, as others' pods do.
-			if err := a.chargeOthers(w, pc, node, a.podResource(p)); err != nil {
-				return nil, err
+	var changed []*corev1.Pod
+	note := func(p *corev1.Pod) {
+		if e := pv.entries[p.UID]; e != nil {
+			e.gen = pv.gen
+			if !e.everyCycle && !e.stale && e.rv == p.ResourceVersion && e.node == p.Spec.NodeName &&
+				!(whereMoved && e.kind == podRequest) {
+				return
 			}
-			continue
 		}
-		if err := w.AddAllocation(&objects.Allocation{ID: podID(p), AppID: appID, NodeID: node, Tier: tier,
-			Resource: a.podResource(p), Preempting: p.DeletionTimestamp != nil}); err != nil {
-			return nil, err
-		}
-		pc.bound[podID(p)] = p
+		changed = append(changed, p)
 	}
-	waiting := map[types.UID]bool{}
+	for _, p := range bound {
+		note(p)
+	}
 	for _, p := range pending {
-		if cid, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
-			app := snap.Application(cid.Attempt.App)
-			if cid.ID != 1 || app == nil || app.CurrentAttempt != cid.Attempt.ID || amContainer(snap, app) != nil ||
-				w.Application(cid.Attempt.String()) == nil {
-				continue // not an AM waiting for its attempt's container
+		note(p)
+	}
+	// The gone first: a pod made again under the same name (a new uid)
+	// takes its predecessor's id in the store.
+	for uid, e := range pv.entries {
+		if e.gen != pv.gen {
+			if err := pv.undo(w, e); err != nil {
+				return err
 			}
-			if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: cid.Attempt.String(), Tier: records.TierHigh,
-				Resource: toQuota(app.AMResource), Nodes: where.forPod(p)}); err != nil {
-				return nil, err
+			delete(pv.entries, uid)
+		}
+	}
+	for _, p := range changed {
+		if e := pv.entries[p.UID]; e != nil {
+			if err := pv.undo(w, e); err != nil {
+				return err
 			}
-			pc.pending[podID(p)] = pendingPod{pod: p, am: &cid, tier: records.TierHigh}
-			pc.amRequests = append(pc.amRequests, podID(p))
-			continue
 		}
-		waiting[p.UID] = true
-		appID, tier, err := a.podApp(w, pc, p)
-		if err != nil {
-			pc.refusals = append(pc.refusals, refusal{pod: p, reason: "FailedScheduling", message: err.Error()})
-			continue
+		e := &podEntry{pod: p, id: podID(p), rv: p.ResourceVersion, node: p.Spec.NodeName, gen: pv.gen}
+		if err := a.makePod(w, snap, nodes, where, e); err != nil {
+			return err
 		}
-		if err := w.AddRequest(&objects.Request{ID: podID(p), AppID: appID, Tier: tier, Resource: a.podResource(p), Nodes: where.forPod(p)}); err != nil {
-			return nil, err
-		}
-		pc.pending[podID(p)] = pendingPod{pod: p, tier: tier}
+		pv.entries[p.UID] = e
 	}
 	a.refusedMu.Lock()
 	for uid := range a.refused {
-		if !waiting[uid] {
+		if e := pv.entries[uid]; e == nil || e.node != "" {
 			delete(a.refused, uid) // bound or gone
 		}
 	}
 	a.refusedMu.Unlock()
-	return pc, nil
+	return nil
+}
+
+// makePod puts one pod's objects into the store, as e says.
+func (a *Allocator) makePod(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints, e *podEntry) error {
+	pv, p := a.view.pods, e.pod
+	if p.Spec.NodeName != "" {
+		if _, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
+			return nil // the RM's records hold it
+		}
+		rn := nodes.byHost[p.Spec.NodeName]
+		if rn == nil || w.Node(rn.ID) == nil {
+			return nil // on a node Weft does not schedule onto now
+		}
+		appID, _, tier, err := a.podApp(w, p)
+		if err != nil {
+			// Placed, but no longer in a queue (its queue was removed):
+			// it still holds the node's capacity, as others' pods do.
+			e.kind, e.everyCycle, e.chargeNode, e.charge = podCharged, true, rn.ID, a.podResource(p)
+			return a.chargeOthers(w, rn.ID, e.charge)
+		}
+		if err := w.AddAllocation(&objects.Allocation{ID: e.id, AppID: appID, NodeID: rn.ID, Tier: tier,
+			Resource: a.podResource(p), Preempting: p.DeletionTimestamp != nil}); err != nil {
+			return err
+		}
+		e.kind, e.app = podAllocation, appID
+		pv.appPods[appID]++
+		pv.bound[e.id] = p
+		return nil
+	}
+	if cid, ok := translator.ContainerOf(p, a.opts.ClusterID); ok {
+		if cid.ID != 1 {
+			return nil // a task container: the RM's records hold it
+		}
+		e.everyCycle = true
+		app := snap.Application(cid.Attempt.App)
+		if app == nil || app.CurrentAttempt != cid.Attempt.ID || amContainer(snap, app) != nil ||
+			w.Application(cid.Attempt.String()) == nil {
+			return nil // not an AM waiting for its attempt's container
+		}
+		if err := w.AddRequest(&objects.Request{ID: e.id, AppID: cid.Attempt.String(), Tier: records.TierHigh,
+			Resource: toQuota(app.AMResource), Nodes: where.forPod(p)}); err != nil {
+			return err
+		}
+		e.kind = podRequest
+		pv.pending[e.id] = pendingPod{pod: p, am: &cid, tier: records.TierHigh, queue: app.Queue}
+		return nil
+	}
+	appID, queue, tier, err := a.podApp(w, p)
+	if err != nil {
+		e.everyCycle = true
+		pv.refusals = append(pv.refusals, refusal{pod: p, reason: "FailedScheduling", message: err.Error()})
+		return nil
+	}
+	if err := w.AddRequest(&objects.Request{ID: e.id, AppID: appID, Tier: tier, Resource: a.podResource(p), Nodes: where.forPod(p)}); err != nil {
+		return err
+	}
+	e.kind, e.app = podRequest, appID
+	pv.appPods[appID]++
+	pv.pending[e.id] = pendingPod{pod: p, tier: tier, queue: queue}
+	return nil
 }
 
 // chargeOthers counts r among what others hold on a node.
-func (a *Allocator) chargeOthers(w *schedstate.Txn, pc *podCycle, node string, r quota.Resource) error {
+func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resource) error {
 	n := *w.Node(node)
 	n.NonWeftUsed = n.NonWeftUsed.Add(r)
-	pc.charges[node] = pc.charges[node].Add(r)
 	return w.UpsertNode(&n)
 }
 
 // podApp files a pod that is not a YARN container under its application,
-// created in its queue if this is the application's first pod.
-func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (string, records.Tier, error) {
+// created in its queue if this is the application's first pod, and returns
+// the application's id and queue and the pod's tier.
+func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (id, queue string, tier records.Tier, err error) {
 	qname := p.Labels[LabelQueue]
 	if qname == "" {
 		qname = "root.default"
 	}
 	q, ok := a.mgr.Queues().Queue(qname)
 	if !ok {
-		return "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
+		return "", "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
 	}
-	tier := records.TierMedium
+	tier = records.TierMedium
 	if p.Labels[LabelTier] != "" {
 		tier = cmp.Or(translator.PodTier(p), records.TierLow)
 	}
@@ -179,19 +365,17 @@ func (a *Allocator) podApp(w *schedstate.Txn, pc *podCycle, p *corev1.Pod) (stri
 	if job == "" {
 		job = p.Name
 	}
-	id := podPrefix + p.Namespace + "/" + job
+	id = podPrefix + p.Namespace + "/" + job
 	if app := w.Application(id); app != nil {
 		if app.Queue != q.Path {
-			return "", 0, fmt.Errorf("job %s is in queue %s, this pod names %s", job, app.Queue, q.Path)
+			return "", "", 0, fmt.Errorf("job %s is in queue %s, this pod names %s", job, app.Queue, q.Path)
 		}
-		return id, tier, nil
+		return id, q.Path, tier, nil
 	}
-	err := w.UpsertApplication(&objects.Application{ID: id, Queue: q.Path, User: p.Namespace, Submitted: p.CreationTimestamp.Time})
-	if err != nil {
-		return "", 0, err
+	if err := w.UpsertApplication(&objects.Application{ID: id, Queue: q.Path, User: p.Namespace, Submitted: p.CreationTimestamp.Time}); err != nil {
+		return "", "", 0, err
 	}
-	pc.apps = append(pc.apps, id)
-	return id, tier, nil
+	return id, q.Path, tier, nil
 }
 
 // podResource is a pod's request in the scheduler's units (whole vcores,
@@ -208,12 +392,12 @@ func (a *Allocator) podResource(p *corev1.Pod) quota.Resource {
 // are bound in the background, counted as placed meanwhile, so a burst of
 // thousands does not hold up the next cycle's grants. It returns how many
 // pods it bound or set binding.
-func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pc *podCycle, placements []objects.Placement) int {
+func (a *Allocator) bindPods(ctx context.Context, snap *state.Snapshot, pv *podView, placements []objects.Placement) int {
 	var ams, others []podbinder.Binding
 	var amPods, otherPods []pendingPod
 	var amNodes []*records.Node
 	for _, pl := range placements {
-		pp, ok := pc.pending[pl.RequestID]
+		pp, ok := pv.pending[pl.RequestID]
 		n := snap.Node(pl.NodeID)
 		if !ok || n == nil {
 			continue
@@ -265,8 +449,8 @@ func (a *Allocator) bound(pp pendingPod, err error) bool {
 }
 
 // tellRefused tells each refused pod, once, why it is not scheduled.
-func (a *Allocator) tellRefused(pc *podCycle) {
-	for _, r := range pc.refusals {
+func (a *Allocator) tellRefused(pv *podView) {
+	for _, r := range pv.refusals {
 		a.refuse(r.pod, r.reason, r.message)
 	}
 }

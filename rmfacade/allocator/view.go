@@ -29,9 +29,9 @@ import (
 // is the scheduler's guess of what the RM will record: each application a
 // plan touched is marked and derived again from what the RM did record, at
 // the next cycle (its YARN placements leave the view as soon as the grants
-// are built, releasePlanned). Pods that name Weft's scheduler come from an informer,
-// not the RM's store: what one cycle made of them is undone and made
-// again at the next.
+// are built, releasePlanned). Pods that name Weft's scheduler come from an
+// informer, not the RM's store: a cycle makes again only those whose
+// resource version or node moved, or that a plan wrote to (podView).
 //
 // A cycle rebuilds the whole view (a new store) on its first run, when
 // the queues changed, when the nodes a YARN container may go to changed
@@ -64,8 +64,9 @@ type view struct {
 	// and allowedBy the constraints that said so.
 	allowed   map[string]bool
 	allowedBy *constraints
-	// pods is what the last cycle made of pods, undone at the next.
-	pods *podCycle
+	// pods is what the store holds of the pods that name Weft's
+	// scheduler.
+	pods *podView
 	// running are the RUNNING nodes as of a snapshot, kept until
 	// runningChanged closes at the first node write after it.
 	running        *nodeSet
@@ -129,7 +130,7 @@ type marks struct {
 }
 
 func newView() *view {
-	return &view{full: true, apps: map[records.ApplicationID]bool{}, nodes: map[string]bool{}}
+	return &view{full: true, apps: map[records.ApplicationID]bool{}, nodes: map[string]bool{}, pods: newPodView()}
 }
 
 // observe is the RM store's change feed: it marks what changed.
@@ -185,16 +186,16 @@ func (v *view) reset(h *quota.Hierarchy) error {
 		return err
 	}
 	v.st, v.sched, v.pending, v.byApp, v.cooling, v.pods = st, map[records.ApplicationID]string{}, map[string]pendingRequest{},
-		map[records.ApplicationID][]string{}, map[string]int64{}, nil
+		map[records.ApplicationID][]string{}, map[string]int64{}, newPodView()
 	v.pendingPeak = 0
 	return nil
 }
 
 // sync brings the view up to snap and the asks: the marked nodes and
 // applications (all of them on a full rebuild), cooldowns that ended,
-// and this cycle's pods. It returns what it made of the pods.
+// and the pods that changed. It returns what the view holds of the pods.
 func (a *Allocator) sync(snap *state.Snapshot, nodes *nodeSet, h *quota.Hierarchy, now time.Time, where *constraints,
-	m marks) (*podCycle, error) {
+	m marks) (*podView, error) {
 	v := a.view
 	allowed := where.forPod(containerPod)
 	// Kept constraints answer as they did: compared again only when
@@ -215,37 +216,35 @@ func (a *Allocator) sync(snap *state.Snapshot, nodes *nodeSet, h *quota.Hierarch
 		}
 	}
 	v.allowed, v.allowedBy = allowed, where
-	var pods *podCycle
 	err := v.st.Update(func(w *schedstate.Txn) error {
 		if !m.full {
-			if err := undoPods(w, v.pods); err != nil {
+			if err := v.pods.undoEveryCycle(w); err != nil {
 				return err
 			}
 		}
-		if err := a.syncNodes(w, snap, nodes, now, m); err != nil {
+		moved, err := a.syncNodes(w, snap, nodes, now, m)
+		if err != nil {
 			return err
 		}
 		if err := a.syncApps(w, snap, where, m); err != nil {
 			return err
 		}
-		var err error
-		pods, err = a.addPods(w, snap, nodes, where)
-		return err
+		return a.syncPods(w, snap, nodes, where, moved)
 	})
 	if err != nil {
 		// The store is as it was, the bookkeeping beside it is not.
 		v.markAll()
 		return nil, err
 	}
-	v.pods = pods
-	return pods, nil
+	return v.pods, nil
 }
 
 // syncNodes upserts the marked nodes (every running node on a full
 // rebuild) and those whose cooldown ended, and removes the marked nodes
 // no longer running. An application with containers on a node the view
-// did not have is marked: its allocations there were left out.
-func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, now time.Time, m marks) error {
+// did not have is marked: its allocations there were left out. It
+// reports whether a node entered or left the view.
+func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, now time.Time, m marks) (moved bool, err error) {
 	v := a.view
 	running := nodes.byID
 	ids := m.nodes
@@ -266,8 +265,9 @@ func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *no
 			delete(v.cooling, id)
 			if w.Node(id) != nil {
 				if err := w.DeleteNode(id); err != nil {
-					return err
+					return false, err
 				}
+				moved = true
 			}
 			continue
 		}
@@ -277,8 +277,9 @@ func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *no
 		cordoned := n.CooldownUntil > now.UnixMilli()
 		if err := w.UpsertNode(&objects.Node{ID: n.ID, Allocatable: toQuota(n.Capability), NonWeftUsed: toQuota(n.Occupied),
 			Cordoned: cordoned}); err != nil {
-			return err
+			return false, err
 		}
+		moved = moved || !known
 		if cordoned {
 			v.cooling[id] = n.CooldownUntil
 		} else {
@@ -290,7 +291,7 @@ func (a *Allocator) syncNodes(w *schedstate.Txn, snap *state.Snapshot, nodes *no
 			}
 		}
 	}
-	return nil
+	return moved, nil
 }
 
 // syncApps derives the marked applications (every live one on a full
@@ -409,43 +410,4 @@ func (a *Allocator) asksOf(attempt records.AttemptID) map[askKey]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.asks[attempt])
-}
-
-// undoPods removes what a cycle made of pods: their applications (with
-// their requests and allocations), AM pods' requests (or the allocation a
-// plan made of one), and what placed pods out of any queue were charged
-// to their nodes.
-func undoPods(w *schedstate.Txn, pc *podCycle) error {
-	if pc == nil {
-		return nil
-	}
-	for _, id := range pc.apps {
-		if w.Application(id) != nil {
-			if err := w.DeleteApplication(id); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range pc.amRequests {
-		switch {
-		case w.Request(id) != nil:
-			if err := w.RemoveRequest(id); err != nil {
-				return err
-			}
-		case w.Allocation(id) != nil:
-			if err := w.ReleaseAllocation(id); err != nil {
-				return err
-			}
-		}
-	}
-	for id, r := range pc.charges {
-		if n := w.Node(id); n != nil {
-			c := *n
-			c.NonWeftUsed = n.NonWeftUsed.Sub(r)
-			if err := w.UpsertNode(&c); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
