@@ -27,7 +27,7 @@ type NodeSource interface {
 // as kube-scheduler's NodeAffinity and TaintToleration filters do — against
 // a set of nodes, once per distinct set of constraints: the pods of one job
 // share theirs. The allocator keeps one from cycle to cycle while the
-// nodes and their PlacementVersion stay (view.constraints): evaluating
+// nodes' members and their PlacementVersion stay (view.constraints): evaluating
 // YARN containers' constraints over 10,000 nodes every cycle was a tenth
 // of weft-rm's CPU with nothing changing (test/bench/scale).
 type constraints struct {

@@ -81,6 +81,13 @@ func TestConstraintsKeptUntilNodesMove(t *testing.T) {
 	if on["n1"] != before["n1"] || on["n2"] != before["n2"]+4 {
 		t.Errorf("containers on %v after the taint (before it %v): want the 4 new ones on n2", on, before)
 	}
+	// A node's record written again (what pods hold there, as each
+	// binding writes it) leaves the same nodes: not evaluated again.
+	put(t, mgr, &records.Node{ID: "n2", Host: "n2", HTTPAddress: "n2:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}, Occupied: records.Resource{MemoryMB: 1024, VCores: 1}})
+	if _, looked := ask(1); looked != 0 {
+		t.Errorf("after a node's record changed the cycle looked %d nodes up, want 0", looked)
+	}
 	// A node joining is a new node set: evaluated again.
 	kube.nodes["n3"] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}}
 	put(t, mgr, &records.Node{ID: "n3", Host: "n3", HTTPAddress: "n3:8042", State: records.NodeRunning,

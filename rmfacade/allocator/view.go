@@ -71,6 +71,8 @@ type view struct {
 	// runningChanged closes at the first node write after it.
 	running        *nodeSet
 	runningChanged <-chan struct{}
+	// memberships numbers the distinct node sets running has held.
+	memberships uint64
 	// where is where pods may go among running, kept while running and
 	// the Kubernetes nodes' PlacementVersion stay.
 	where *constraints
@@ -84,6 +86,16 @@ type nodeSet struct {
 	byID map[string]*records.Node
 	// byHost is by the RM node's host: the Kubernetes node's name.
 	byHost map[string]*records.Node
+	// members is the same number in the sets of the same nodes (ids and
+	// hosts): where pods may go among them is the same while the
+	// Kubernetes nodes' PlacementVersion stays, though the records changed
+	// (a pod bound, a cooldown).
+	members uint64
+}
+
+// sameMembers tells whether a and b hold the same nodes, by id and host.
+func sameMembers(a, b []*records.Node) bool {
+	return slices.EqualFunc(a, b, func(x, y *records.Node) bool { return x.ID == y.ID && x.Host == y.Host })
 }
 
 // runningNodes returns snap's RUNNING nodes, listing them only when a node
@@ -103,6 +115,12 @@ func (v *view) runningNodes(snap *state.Snapshot) *nodeSet {
 	v.runningChanged = snap.NodesChanged()
 	list := snap.Nodes(records.NodeRunning)
 	ns := &nodeSet{list: list, byID: make(map[string]*records.Node, len(list)), byHost: make(map[string]*records.Node, len(list))}
+	if v.running != nil && sameMembers(v.running.list, list) {
+		ns.members = v.running.members
+	} else {
+		v.memberships++
+		ns.members = v.memberships
+	}
 	for _, n := range list {
 		ns.byID[n.ID] = n
 		ns.byHost[n.Host] = n
@@ -112,10 +130,12 @@ func (v *view) runningNodes(snap *state.Snapshot) *nodeSet {
 }
 
 // constraints returns where pods may go among nodes, as kube's nodes say:
-// the last cycle's, with what it evaluated, while neither the nodes nor
-// kube's PlacementVersion moved.
+// the last cycle's, with what it evaluated, while neither the nodes'
+// members nor kube's PlacementVersion moved. While binding, each pod bound
+// writes its node's record (what Weft holds there), and evaluating again
+// made every waiting pod's request again each cycle (test/bench/binding).
 func (v *view) constraints(nodes *nodeSet, kube NodeSource) *constraints {
-	if w := v.where; w != nil && w.nodes == nodes && (kube == nil || kube.PlacementVersion() == w.version) {
+	if w := v.where; w != nil && w.nodes.members == nodes.members && (kube == nil || kube.PlacementVersion() == w.version) {
 		return w
 	}
 	v.where = newConstraints(nodes, kube)

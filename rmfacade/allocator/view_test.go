@@ -207,10 +207,10 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 		}},
 		{"a pod ends", func() error { pods.removeOne(rng); return nil }},
 		{"a pod changes", func() error {
-			// A new resource version: its labels edited, or its deletion
-			// begun (a placed pod being deleted is a victim already).
+			// A new resource version: its labels edited, its status, or its
+			// deletion begun (a placed pod being deleted is a victim already).
 			pods.change(rng, func(p *corev1.Pod) {
-				switch rng.IntN(3) {
+				switch rng.IntN(4) {
 				case 0:
 					// A job whose pods name different queues is in the queue of
 					// whichever pod came first, in a rebuild as in the kept
@@ -220,6 +220,8 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 					}
 				case 1:
 					p.Labels[LabelTier] = []string{"low", "high", ""}[rng.IntN(3)]
+				case 2:
+					p.Status.Phase = corev1.PodRunning // kubelet's: nothing the view reads
 				default:
 					p.DeletionTimestamp = &metav1.Time{Time: *now}
 				}
@@ -573,10 +575,15 @@ func TestUnchangedPodsKept(t *testing.T) {
 	if len(before) != 4 {
 		t.Fatalf("the view holds %v, want the 4 pods", before)
 	}
+	// p2's tier changes; p3 has a new version with nothing the view
+	// reads changed (kubelet's status, say).
 	pods.mu.Lock()
 	changed := pods.pods[2].DeepCopy()
-	changed.ResourceVersion = "2"
+	changed.ResourceVersion, changed.Labels[LabelTier] = "2", "low"
 	pods.pods[2] = changed
+	status := pods.pods[3].DeepCopy()
+	status.ResourceVersion, status.Status.Phase = "2", corev1.PodRunning
+	pods.pods[3] = status
 	pods.mu.Unlock()
 	syncView(t, a)
 	after := made()
@@ -584,5 +591,8 @@ func TestUnchangedPodsKept(t *testing.T) {
 		if again := after[id] != idx; again != (id == "pod:batch/p2") {
 			t.Errorf("%s made again %v (index %d → %d); only pod:batch/p2 changed", id, again, idx, after[id])
 		}
+	}
+	if got := a.view.pods.bound["pod:batch/p3"]; got != status {
+		t.Errorf("the view's p3 is not the pod's new version")
 	}
 }
