@@ -246,6 +246,9 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 					return
 				}
 			}
+			if a.placedAsPlanned(w, nodes, e, p) {
+				return
+			}
 		}
 		changed = append(changed, p)
 	}
@@ -296,6 +299,26 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 func (a *Allocator) sameAllocation(e *podEntry, p *corev1.Pod) bool {
 	return e.kind == podAllocation && maps.Equal(e.pod.Labels, p.Labels) &&
 		(e.pod.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && a.podResource(p).Equal(e.res)
+}
+
+// placedAsPlanned takes a waiting pod's entry, which a plan placed, as
+// the allocation it made when the pod shows bound where the plan put it
+// and otherwise as it was: that allocation is what making the pod again
+// would write. Each pod a cycle binds is seen so at the next.
+func (a *Allocator) placedAsPlanned(w *schedstate.Txn, nodes *nodeSet, e *podEntry, p *corev1.Pod) bool {
+	if !e.stale || e.everyCycle || e.kind != podRequest || e.node != "" || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	al, rn := w.Allocation(e.id), nodes.byHost[p.Spec.NodeName]
+	if al == nil || rn == nil || al.NodeID != rn.ID || al.Preempting || !maps.Equal(e.pod.Labels, p.Labels) ||
+		!a.podResource(p).Equal(al.Resource) {
+		return false
+	}
+	pv := a.view.pods
+	e.kind, e.stale, e.pod, e.rv, e.node, e.res = podAllocation, false, p, p.ResourceVersion, p.Spec.NodeName, al.Resource
+	delete(pv.pending, e.id)
+	pv.bound[e.id] = p
+	return true
 }
 
 // makePod puts one pod's objects into the store, as e says.
