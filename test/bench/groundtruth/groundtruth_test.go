@@ -102,7 +102,7 @@ func TestShrinkAndScale(t *testing.T) {
 
 func TestMeter(t *testing.T) {
 	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
-	m := &meter{MilliCPU: 10000, Memory: 100, Nodes: 2, From: start}
+	m := &meter{Total: colocation.Amount{MilliCPU: 20000, Memory: 200}, From: start}
 	// A warm-up sample and task, not measured.
 	m.record(start.Add(-time.Minute), []load{{OnlineMilliCPU: 10000}, {OnlineMilliCPU: 10000}})
 	m.started(start.Add(-time.Minute))

@@ -123,14 +123,22 @@ func run(o options) (int, error) {
 		s.Cluster.Nodes, s.Duration.Duration, s.Start.UTC().Format("15:04"), s.WarmUp.Duration, o.hour, probe.factor(),
 		p.Tide.Notice.Duration, p.PreemptionGrace, p.Agent.Interval.Duration)
 
-	t0 := time.Now()
-	rs, err := sim.Run(context.Background(), s, 1)
-	if err != nil {
-		return 0, fmt.Errorf("simulate: %w", err)
+	simulate := func() ([]*sim.Result, error) {
+		t0 := time.Now()
+		rs, err := sim.Run(context.Background(), s, 1)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		fmt.Printf("\nsimulated in %.1fs:\n", time.Since(t0).Seconds())
+		return rs, sim.WriteTable(os.Stdout, rs)
 	}
-	fmt.Printf("\nsimulated in %.1fs:\n", time.Since(t0).Seconds())
-	if err := sim.WriteTable(os.Stdout, rs); err != nil {
-		return 0, err
+	var rs []*sim.Result
+	// With the real node, the simulated cluster has it too, at its
+	// allocatable, known once the kubelet has registered: simulated after.
+	if !o.realNode {
+		if rs, err = simulate(); err != nil {
+			return 0, err
+		}
 	}
 
 	wall := o.hour * time.Duration((s.Duration.Duration+s.WarmUp.Duration)/time.Hour+1)
@@ -149,12 +157,18 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("real run: %w", err)
 	}
+	if o.realNode {
+		s.Cluster.Extra = []sim.NodeSize{realNode.size()}
+		fmt.Printf("\nsimulating %d nodes and one of %dm, %.1f GiB (the real node's allocatable)\n",
+			s.Cluster.Nodes, s.Cluster.Extra[0].MilliCPU, s.Cluster.Extra[0].MemoryGiB)
+		if rs, err = simulate(); err != nil {
+			return 0, err
+		}
+	}
 	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
 	if o.realNode {
-		// sim's nodes are all alike: the real node, a fraction of one kwok
-		// node's size, is left out of the compared measures and shown on
-		// its own.
-		fmt.Printf("  real node (not in the comparison): %s\n", realNode)
+		// In both runs' measures (sim.Cluster.Extra), and on its own.
+		fmt.Printf("  real node: %s\n", realNode)
 	}
 	// Where CPU differs, its parts say which side of the model it is.
 	for _, r := range []*sim.Result{rs[0], real} {
@@ -184,9 +198,8 @@ const (
 	nmPort    = 8041
 )
 
-// realRun plays the scenario on the fleet and returns its measures: the
-// kwok nodes', compared with the simulation's, and the real node's, if
-// the fleet has one.
+// realRun plays the scenario on the fleet and returns its measures (the
+// real node's included, if the fleet has one) and the real node's own.
 func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options, p periods) (*sim.Result, *nodeMeter, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -289,7 +302,11 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
 		return nil, nil, ctx.Err()
 	}
-	m := &meter{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30, Nodes: s.Cluster.Nodes, From: s.Start.Time}
+	m := &meter{Total: s.Cluster.Total(), From: s.Start.Time}
+	if realMeter != nil {
+		m.Total.MilliCPU += realMeter.Alloc.MilliCPU
+		m.Total.Memory += realMeter.Alloc.Memory
+	}
 	b := &batch{cl: cl, clientAddr: rm.ClientAddr, sched: rm.SchedulerAddr, keys: nmtokens.New(key), sc: s, clock: c, meter: m,
 		heartbeat: p.Heartbeat, clusterID: clusterID, namespace: jobsNS, nmPort: nmPort, maxApps: maxApps, uses: &sync.Map{},
 		realNode: f.RealNode, failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
@@ -371,11 +388,13 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 		}
 		if !time.Now().Before(nextSample) {
 			loadMu.Lock()
-			m.record(c.Sim(nextSample), slices.Clone(loads))
+			all := slices.Clone(loads)
 			if realMeter != nil {
+				all = append(all, realLoad)
 				bound, running := batchPodsOn(pods[f.RealNode])
 				realMeter.record(c.Sim(nextSample), realLoad, bound, running, realQuota)
 			}
+			m.record(c.Sim(nextSample), all)
 			loadMu.Unlock()
 			nextSample = nextSample.Add(p.Sample)
 		}

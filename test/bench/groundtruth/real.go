@@ -16,6 +16,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
+	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -121,6 +122,11 @@ func (m *nodeMeter) record(at time.Time, l load, batchPods, running int, quota i
 	m.mem += float64(l.OnlineMemory + l.BatchMemory)
 	m.batchPods, m.running = max(m.batchPods, batchPods), max(m.running, running)
 	m.quota = max(m.quota, int(quota))
+}
+
+// size is the node's allocatable as sim.Cluster.Extra takes it.
+func (m *nodeMeter) size() sim.NodeSize {
+	return sim.NodeSize{MilliCPU: m.Alloc.MilliCPU, MemoryGiB: float64(m.Alloc.Memory) / (1 << 30)}
 }
 
 func (m *nodeMeter) String() string {
