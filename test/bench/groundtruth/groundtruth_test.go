@@ -357,7 +357,7 @@ func TestOnlineRoom(t *testing.T) {
 // and cgroup (QoS class) the translator gave them.
 func TestOnRealNode(t *testing.T) {
 	pod, err := translator.Weft.Pod(translator.ContainerSpec{App: "application_1_0001", Container: "container_1_0001_01_000002",
-		User: "u", Queue: "etl", MemoryMB: 1024, VCores: 1, NodeName: "vm", Namespace: jobsNS, Runtime: translator.Runtime{Image: "fake"}})
+		User: "u", Queue: "etl", Tier: records.TierLow, MemoryMB: 1024, VCores: 1, NodeName: "vm", Namespace: jobsNS, Runtime: translator.Runtime{Image: "fake"}})
 	if err != nil {
 		t.Fatal(err)
 	}
