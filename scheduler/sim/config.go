@@ -78,6 +78,38 @@ type Cluster struct {
 	// on every node, lent or not.
 	SystemMilliCPU  int64 `json:"systemMilliCPU"`
 	SystemMemoryGiB int64 `json:"systemMemoryGiB"`
+	// Extra are nodes of their own sizes beside the Nodes alike, after
+	// them (groundtruth's real node, a machine of a few cores beside the
+	// kwok nodes): each runs the system's usage too, and is in the
+	// TidePool as the others. The workload is sized by the Nodes alike
+	// (Generate, WithNodes): extra nodes add capacity, not demand.
+	Extra []NodeSize `json:"extra,omitempty"`
+}
+
+// NodeSize is a node's allocatable.
+type NodeSize struct {
+	MilliCPU  int64   `json:"milliCPU"`
+	MemoryGiB float64 `json:"memoryGiB"`
+}
+
+// alloc is node i's allocatable: the Nodes alike first, then Extra.
+func (c Cluster) alloc(i int) colocation.Amount {
+	if i < c.Nodes {
+		return colocation.Amount{MilliCPU: c.MilliCPU, Memory: c.MemoryGiB * gib}
+	}
+	x := c.Extra[i-c.Nodes]
+	return colocation.Amount{MilliCPU: x.MilliCPU, Memory: int64(x.MemoryGiB * float64(gib))}
+}
+
+// Total is every node's allocatable added up.
+func (c Cluster) Total() colocation.Amount {
+	var t colocation.Amount
+	for i := range c.Nodes + len(c.Extra) {
+		a := c.alloc(i)
+		t.MilliCPU += a.MilliCPU
+		t.Memory += a.Memory
+	}
+	return t
 }
 
 // Online is one online service whose replica count follows the day.
@@ -344,6 +376,11 @@ func (s Scenario) Validate() error {
 	}
 	if c.SystemMilliCPU >= c.MilliCPU || c.SystemMemoryGiB >= c.MemoryGiB {
 		bad("cluster: the system's usage leaves nothing")
+	}
+	for i, x := range c.Extra {
+		if x.MilliCPU <= c.SystemMilliCPU || x.MemoryGiB <= float64(c.SystemMemoryGiB) {
+			bad("cluster: extra node %d (%dm, %g GiB): the system's usage leaves nothing", i, x.MilliCPU, x.MemoryGiB)
+		}
 	}
 	o := s.Online
 	if o.PodMilliCPU <= 0 || o.PodMemoryGiB <= 0 || o.PodMilliCPU > c.MilliCPU {

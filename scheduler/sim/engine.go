@@ -98,6 +98,8 @@ func (h *events) Pop() any {
 type node struct {
 	i    int
 	name string
+	// alloc is its allocatable (Cluster.Extra differ from the others).
+	alloc colocation.Amount
 	// State is its tide state (Online for the policies without a tide).
 	state    v1alpha1.NodeState
 	deadline time.Time
@@ -178,7 +180,6 @@ type engine struct {
 	byName map[string]*node
 	cfg    colocation.Config
 	spec   v1alpha1.TidePoolSpec
-	alloc  colocation.Amount
 
 	pending []onlinePod
 	waiting map[string][]int // jobs not yet submitted, per queue
@@ -217,8 +218,7 @@ func newEngine(sc *Scenario, w *Workload, p Policy) (*engine, error) {
 		cfg: sc.Colocation, spec: sc.Tide, byName: map[string]*node{}, waiting: map[string][]int{}, inGang: map[string]int{},
 		active: map[string]int{}, maxApps: map[string]int{},
 		reqs: map[string]*request{}, conts: map[string]*container{},
-		alloc: colocation.Amount{MilliCPU: sc.Cluster.MilliCPU, Memory: sc.Cluster.MemoryGiB * gib},
-		r:     &Result{Policy: p, KillsBy: map[string]int{}, TasksKilledBy: map[string]int{}}}
+		r: &Result{Policy: p, KillsBy: map[string]int{}, TasksKilledBy: map[string]int{}}}
 	if p == TideNoNotice {
 		spec := *e.spec.DeepCopy()
 		spec.Notice = &metav1.Duration{}
@@ -227,14 +227,15 @@ func newEngine(sc *Scenario, w *Workload, p Policy) (*engine, error) {
 	e.setLoops()
 	c := sc.Cluster
 	staticBatch := c.Nodes * sc.StaticBatchPercent / 100
-	for i := range c.Nodes {
-		n := &node{i: i, name: fmt.Sprintf("node-%05d", i), state: v1alpha1.StateOnline, rate: 1}
-		n.batchOnly = p == StaticSplit && i >= c.Nodes-staticBatch
+	for i := range c.Nodes + len(c.Extra) {
+		n := &node{i: i, name: fmt.Sprintf("node-%05d", i), alloc: c.alloc(i), state: v1alpha1.StateOnline, rate: 1}
+		n.batchOnly = p == StaticSplit && i >= c.Nodes-staticBatch && i < c.Nodes
 		e.nodes = append(e.nodes, n)
 		e.byName[n.name] = n
 	}
 	if p.batch() {
-		total := quota.Resource{MilliCPU: int64(c.Nodes) * c.MilliCPU, Memory: int64(c.Nodes) * c.MemoryGiB * gib}
+		t := c.Total()
+		total := quota.Resource{MilliCPU: t.MilliCPU, Memory: t.Memory}
 		pct := func(v float64) quota.Resource {
 			return quota.Resource{MilliCPU: int64(float64(total.MilliCPU) * v / 100), Memory: int64(float64(total.Memory) * v / 100)}
 		}
@@ -395,12 +396,19 @@ func (e *engine) placeOnline() {
 	if len(e.pending) == 0 {
 		return
 	}
-	o, c := e.sc.Online, e.sc.Cluster
-	maxPods := int(min(c.MilliCPU/o.PodMilliCPU, int64(float64(c.MemoryGiB)/o.PodMemoryGiB)))
+	o := e.sc.Online
+	// How many replicas fit on a node, by their requests.
+	room := func(n *node) int {
+		return int(min(n.alloc.MilliCPU/o.PodMilliCPU, int64(float64(n.alloc.Memory)/(o.PodMemoryGiB*float64(gib)))))
+	}
+	maxPods := 0
+	for _, n := range e.nodes {
+		maxPods = max(maxPods, room(n))
+	}
 	// Buckets of nodes by replica count: the emptiest first, by index.
 	buckets := make([][]*node, maxPods)
 	for _, n := range e.nodes {
-		if e.onlineNode(n) && n.online < maxPods {
+		if e.onlineNode(n) && n.online < room(n) {
 			buckets[n.online] = append(buckets[n.online], n)
 		}
 	}
@@ -415,7 +423,7 @@ func (e *engine) placeOnline() {
 			n.online++
 			e.r.OnlineWaitMax = max(e.r.OnlineWaitMax, e.now.Sub(e.pending[placed].created))
 			placed++
-			if n.online < maxPods {
+			if n.online < room(n) {
 				buckets[n.online] = append(buckets[n.online], n)
 			}
 		}
@@ -459,10 +467,10 @@ func (e *engine) agent(n *node) {
 		cfg = cfg.LentWhole()
 	}
 	n.peaks.Observe(u, cfg.PeakWindow.Duration)
-	d := colocation.Decide(cfg, e.now, e.alloc, &n.peaks, n.cooldown)
+	d := colocation.Decide(cfg, e.now, n.alloc, &n.peaks, n.cooldown)
 	// What batch work may use of the CPU: what online work leaves, and
 	// within the big box where the agent holds one.
-	avail := float64(e.alloc.MilliCPU) - n.onlineCPU
+	avail := float64(n.alloc.MilliCPU) - n.onlineCPU
 	if lent || e.p.usageReclaim() {
 		avail = min(avail, float64(d.Box.MilliCPU))
 	}
@@ -490,15 +498,15 @@ func (e *engine) agent(n *node) {
 		offer = d.Offer
 	case e.p == RequestGap:
 		o := e.sc.Online
-		offer = colocation.Amount{MilliCPU: max(0, e.alloc.MilliCPU-int64(n.online)*o.PodMilliCPU),
-			Memory: max(0, e.alloc.Memory-int64(float64(n.online)*o.PodMemoryGiB*float64(gib)))}
+		offer = colocation.Amount{MilliCPU: max(0, n.alloc.MilliCPU-int64(n.online)*o.PodMilliCPU),
+			Memory: max(0, n.alloc.Memory-int64(float64(n.online)*o.PodMemoryGiB*float64(gib)))}
 		if e.now.Before(n.cooldown) {
 			offer = colocation.Amount{}
 		}
 	case e.p.usageReclaim():
 		offer = d.Offer
 	}
-	pub, changed := n.hyst.Next(offer, e.alloc, cfg.Hysteresis)
+	pub, changed := n.hyst.Next(offer, n.alloc, cfg.Hysteresis)
 	if changed || pub != n.offer {
 		n.offer = pub
 		e.upsertNode(n)
@@ -552,7 +560,7 @@ func (e *engine) tide() {
 	views := make([]tide.NodeView, len(e.nodes))
 	o := e.sc.Online
 	for i, n := range e.nodes {
-		views[i] = tide.NodeView{Name: n.name, State: n.state, Ready: true, MilliCPU: e.alloc.MilliCPU,
+		views[i] = tide.NodeView{Name: n.name, State: n.state, Ready: true, MilliCPU: n.alloc.MilliCPU,
 			OnlineMilliCPU: int64(n.online) * o.PodMilliCPU, OnlinePods: n.online, BatchPods: len(n.conts)}
 	}
 	unbound := int64(len(e.pending)) * o.PodMilliCPU

@@ -92,7 +92,7 @@ func (e *engine) record() {
 		b := n.demandCPU * n.rate
 		if n.online > 0 {
 			e.r.withOnline++
-			if n.onlineCPU+b > 0.9*float64(e.alloc.MilliCPU) {
+			if n.onlineCPU+b > 0.9*float64(n.alloc.MilliCPU) {
 				e.r.hot++
 			}
 		}
@@ -111,8 +111,8 @@ func (e *engine) record() {
 			s.Nodes[3]++
 		}
 	}
-	totalCPU := float64(len(e.nodes)) * float64(e.alloc.MilliCPU)
-	totalMem := float64(len(e.nodes)) * float64(e.alloc.Memory)
+	t := e.sc.Cluster.Total()
+	totalCPU, totalMem := float64(t.MilliCPU), float64(t.Memory)
 	s.CPU, s.Memory = 100*min(cpu, totalCPU)/totalCPU, 100*min(mem, totalMem)/totalMem
 	s.OnlineCPU, s.BatchCPU = 100*onCPU/totalCPU, 100*batchCPU/totalCPU
 	s.Running = [3]int{e.r.running[records.TierLow], e.r.running[records.TierMedium], e.r.running[records.TierHigh]}

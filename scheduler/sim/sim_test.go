@@ -172,3 +172,69 @@ func TestNoticeIsTheOnlyDifference(t *testing.T) {
 			a.Killed, a.TasksDone, a.Transitions, a.CPUAvg, b.Killed, b.TasksDone, b.Transitions, b.CPUAvg)
 	}
 }
+
+// An extra node (Cluster.Extra) of the common size is a node like the
+// others: on the same workload, the cluster with 10 nodes alike and one
+// extra plays the day as the one with 11 alike. A small one (a 2-core
+// machine beside 32-core nodes) takes no 4-core replica and offers no
+// more than it has.
+func TestExtraNodes(t *testing.T) {
+	base := small(10, 2)
+	w := Generate(base)
+	play := func(s Scenario, p Policy) (*engine, *Result) {
+		t.Helper()
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		e, err := newEngine(&s, w, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Wall = 0
+		return e, r
+	}
+	c := base.Cluster
+	extra, alike := base, base
+	extra.Cluster.Extra = []NodeSize{{MilliCPU: c.MilliCPU, MemoryGiB: float64(c.MemoryGiB)}}
+	alike.Cluster.Nodes = 11
+	for _, p := range []Policy{RequestGap, TideReclaim} {
+		var a, b bytes.Buffer
+		_, re := play(extra, p)
+		_, ra := play(alike, p)
+		if err := WriteCSV(&a, []*Result{re}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCSV(&b, []*Result{ra}); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			t.Errorf("%s: 10 nodes + 1 extra of their size:\n%s\n11 nodes:\n%s", p, a.String(), b.String())
+		}
+	}
+
+	tiny := base
+	tiny.Cluster.Extra = []NodeSize{{MilliCPU: 2000, MemoryGiB: 23}}
+	e, r := play(tiny, TideReclaim)
+	n := e.nodes[len(e.nodes)-1]
+	if len(e.nodes) != 11 || n.alloc.MilliCPU != 2000 || n.alloc.Memory != 23*gib {
+		t.Fatalf("%d nodes, the last of %+v; want 11, the last 2000m and 23 GiB", len(e.nodes), n.alloc)
+	}
+	if n.online != 0 || n.offer.MilliCPU > 2000 || n.offer.Memory > 23*gib {
+		t.Errorf("the 2-core node ends with %d replicas and an offer of %+v", n.online, n.offer)
+	}
+	_, r10 := play(base, TideReclaim)
+	// Its 2 cores count in the cluster's: a little more capacity.
+	if total := tiny.Cluster.Total(); total.MilliCPU != 10*c.MilliCPU+2000 || r.CPUAvg <= 0 || r.CPUAvg >= r10.CPUAvg*1.05 {
+		t.Errorf("total %+v, CPU avg %.2f%% against %.2f%% without it", total, r.CPUAvg, r10.CPUAvg)
+	}
+
+	bad := base
+	bad.Cluster.Extra = []NodeSize{{MilliCPU: c.SystemMilliCPU, MemoryGiB: 64}}
+	if err := bad.Validate(); err == nil {
+		t.Error("an extra node the system's usage fills is valid")
+	}
+}

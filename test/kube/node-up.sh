@@ -16,6 +16,21 @@ log() { echo "kube/node-up: $*" >&2; }
 alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
 mkdir -p "$ctrd" "$state/cni/net.d" "$state/kubelet" "$state/logs"
 
+# One node per machine: a second cluster's kubelet (the e2e suites' under
+# ~/.cache/weft/kube, the benchmarks' under ~/.cache/weft/bench-kube) would
+# share this one's cgroup root (kubepods, whose pods each kubelet's QoS
+# manager treats as its own), its ports (10250, 10248) and the pods'
+# bridge (weft0, 10.88.0.0/16). Refuse, naming the one to stop.
+if ! alive kubelet; then
+  for pid in $(pgrep -f -- "kubelet --config " || true); do
+    other=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | sed -n 's/.*--root-dir \([^ ]*\)\/kubelet\/root .*/\1/p')
+    if [ -n "$other" ] && [ "$other" != "$state" ]; then
+      log "another cluster's node runs on this machine (kubelet pid $pid, state $other): stop it first (WEFT_KUBE_STATE=$other $here/down.sh)"
+      exit 1
+    fi
+  done
+fi
+
 # restrict_oom_score_adj: this machine withholds CAP_SYS_RESOURCE, so runc
 # cannot lower a container's oom_score_adj below containerd's own (the
 # kubelet asks -998 for sandboxes); containerd clamps it instead.

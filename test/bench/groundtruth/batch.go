@@ -66,6 +66,9 @@ type batch struct {
 	nmPort     int32
 	maxApps    map[string]int
 	uses       *sync.Map // pod name → batchUse (its UID left empty)
+	// realNode is the real node's name (-real-node), whose pods the
+	// kubelet runs (onRealNode), else "".
+	realNode string
 	// nodeState is a node's tide state as last seen (the node
 	// informer's), to tell a tide's kill from a queue's (killCause).
 	nodeState   func(name string) v1alpha1.NodeState
@@ -372,6 +375,9 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 		return fmt.Errorf("pod of %s: %w", g.Container, err)
 	}
 	pod.Spec.TerminationGracePeriodSeconds = new(int64)
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName == a.b.realNode {
+		onRealNode(pod)
+	}
 	a.b.uses.Store(pod.Name, batchUse{MilliCPU: int64(float64(size.MilliCPU) * ratioCPU), Bytes: int64(size.MemoryGiB * ratioMem * (1 << 30))})
 	if _, err := a.b.cl.CoreV1().Pods(a.b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod of %s: %w", g.Container, err)

@@ -4,18 +4,26 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/test/bench/kwokfleet"
+	"github.com/weft-sh/weft/translator"
 )
 
 func TestClock(t *testing.T) {
@@ -94,7 +102,7 @@ func TestShrinkAndScale(t *testing.T) {
 
 func TestMeter(t *testing.T) {
 	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
-	m := &meter{MilliCPU: 10000, Memory: 100, Nodes: 2, From: start}
+	m := &meter{Total: colocation.Amount{MilliCPU: 20000, Memory: 200}, From: start}
 	// A warm-up sample and task, not measured.
 	m.record(start.Add(-time.Minute), []load{{OnlineMilliCPU: 10000}, {OnlineMilliCPU: 10000}})
 	m.started(start.Add(-time.Minute))
@@ -157,17 +165,20 @@ func TestPlaceOnline(t *testing.T) {
 		name    string
 		pending []string
 		perNode map[string]int
-		maxPods int
+		room    map[string]int
 		want    []placement
 	}{
-		{"emptiest first, by name among equals", []string{"a", "b", "c"}, map[string]int{"n1": 1, "n2": 0, "n3": 0}, 8,
-			[]placement{{"a", "n2"}, {"b", "n3"}, {"c", "n1"}}},
-		{"full nodes take none", []string{"a", "b"}, map[string]int{"n1": 2, "n2": 1}, 2,
+		{"emptiest first, by name among equals", []string{"a", "b", "c"}, map[string]int{"n1": 1, "n2": 0, "n3": 0},
+			map[string]int{"n1": 8, "n2": 8, "n3": 8}, []placement{{"a", "n2"}, {"b", "n3"}, {"c", "n1"}}},
+		{"full nodes take none", []string{"a", "b"}, map[string]int{"n1": 2, "n2": 1}, map[string]int{"n1": 2, "n2": 2},
 			[]placement{{"a", "n2"}, {"b", ""}}},
-		{"no node", []string{"a"}, map[string]int{}, 8, []placement{{"a", ""}}},
+		// The real node beside the kwok nodes: too small for one replica.
+		{"a node with no room takes none", []string{"a", "b"}, map[string]int{"n1": 0, "real": 0}, map[string]int{"n1": 1, "real": 0},
+			[]placement{{"a", "n1"}, {"b", ""}}},
+		{"no node", []string{"a"}, map[string]int{}, map[string]int{}, []placement{{"a", ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := placeOnline(tc.pending, tc.perNode, tc.maxPods)
+			got := placeOnline(tc.pending, tc.perNode, tc.room)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
@@ -186,7 +197,7 @@ func TestPlaceOnline(t *testing.T) {
 func TestFakeKernel(t *testing.T) {
 	s := shrink(sim.DefaultScenario(5000), 6, 0, time.Hour, 0)
 	t0 := time.Now()
-	k, err := newFakeKernel(t.TempDir(), "n", &s, t0)
+	k, err := newFakeKernel(t.TempDir(), "n", &s, colocation.Amount{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +272,115 @@ func TestNoticedContainerTakesNoOtherTask(t *testing.T) {
 	a.mix.ReuseContainers = false
 	if a.reuses(a.held[kept.String()]) {
 		t.Error("a container of a job that does not reuse them takes another task")
+	}
+}
+
+// The real node's meter: a kernel double of the node's own size whose
+// batch CPU is held by the quota the agent wrote in another tree (the
+// kernel's), not in its own.
+func TestFakeKernelLimitsFromAnotherTree(t *testing.T) {
+	s := shrink(sim.DefaultScenario(5000), 6, 0, time.Hour, 0)
+	t0 := time.Now()
+	k, err := newFakeKernel(t.TempDir(), "real", &s, colocation.Amount{MilliCPU: 8000, Memory: 16 << 30}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := cgroupstest.V1(t, t.TempDir())
+	k.limits = kernel.FS()
+	box := k.limits.QOSPath(corev1.PodQOSBestEffort)
+	kernel.Add(box, cgroupstest.Usage{})
+	if err := k.limits.SetCPUQuota(box, 50*time.Millisecond, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Its own tree's box, which no agent writes, would let it all run.
+	l, err := k.advance(t0.Add(time.Second), 0, []batchUse{{UID: "u1", MilliCPU: 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.BatchMilliCPU != 500 || k.quota != 500 {
+		t.Errorf("batch %dm, quota %dm under the kernel's half-core quota; want 500m, 500m", l.BatchMilliCPU, k.quota)
+	}
+	// Online work on a small node leaves less than the quota: the node's
+	// own size bounds it (8 cores less the system's and 1 replica's use).
+	if err := k.limits.SetCPUQuota(box, -1, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	l, err = k.advance(t0.Add(2*time.Second), 1, []batchUse{{UID: "u1", MilliCPU: 8000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 8000 - l.OnlineMilliCPU; l.BatchMilliCPU != want {
+		t.Errorf("batch %dm unbounded on an 8-core node with %dm online, want %dm", l.BatchMilliCPU, l.OnlineMilliCPU, want)
+	}
+}
+
+func TestPoolSelector(t *testing.T) {
+	for _, tc := range []struct {
+		withReal   bool
+		nodeType   string
+		wantMember bool
+	}{
+		{false, "kwok", true},
+		{false, kwokfleet.RealLabel, false},
+		{true, "kwok", true},
+		{true, kwokfleet.RealLabel, true},
+		{true, "other", false},
+	} {
+		ls := poolSelector(tc.withReal)
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sel.Matches(labels.Set{kwokfleet.NodeLabel: tc.nodeType}); got != tc.wantMember {
+			t.Errorf("withReal=%v: a %q node in the pool: %v, want %v", tc.withReal, tc.nodeType, got, tc.wantMember)
+		}
+	}
+}
+
+func TestOnlineRoom(t *testing.T) {
+	o := sim.Online{PodMilliCPU: 4000, PodMemoryGiB: 8}
+	for _, tc := range []struct {
+		alloc colocation.Amount
+		want  int
+	}{
+		{colocation.Amount{MilliCPU: 32000, Memory: 128 << 30}, 8},
+		{colocation.Amount{MilliCPU: 32000, Memory: 20 << 30}, 2}, // memory bounds it
+		{colocation.Amount{MilliCPU: 2000, Memory: 23 << 30}, 0},  // a 2-core real node
+	} {
+		if got := onlineRoom(tc.alloc, o); got != tc.want {
+			t.Errorf("room on %+v: %d, want %d", tc.alloc, got, tc.want)
+		}
+	}
+}
+
+// The real node's batch pods run a sleeping busybox with the requests
+// and cgroup (QoS class) the translator gave them.
+func TestOnRealNode(t *testing.T) {
+	pod, err := translator.Weft.Pod(translator.ContainerSpec{App: "application_1_0001", Container: "container_1_0001_01_000002",
+		User: "u", Queue: "etl", Tier: records.TierLow, MemoryMB: 1024, VCores: 1, NodeName: "vm", Namespace: jobsNS, Runtime: translator.Runtime{Image: "fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pod.DeepCopy()
+	onRealNode(pod)
+	c := pod.Spec.Containers[0]
+	if c.Image != realImage || !slices.Equal(c.Command, []string{"sleep", "86400"}) {
+		t.Errorf("container %s %v, want %s sleeping", c.Image, c.Command, realImage)
+	}
+	// The same requests and limits: the same QoS class, hence cgroup.
+	if !equality.Semantic.DeepEqual(c.Resources, before.Spec.Containers[0].Resources) || len(pod.Spec.Containers) != 1 {
+		t.Errorf("resources %v, want the translator's %v", c.Resources, before.Spec.Containers[0].Resources)
+	}
+}
+
+func TestNodeMeter(t *testing.T) {
+	from := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	m := &nodeMeter{Alloc: colocation.Amount{MilliCPU: 2000, Memory: 4 << 30}, From: from}
+	m.record(from.Add(-time.Minute), load{OnlineMilliCPU: 2000}, 9, 9, 2000) // warm-up: not counted
+	m.record(from, load{OnlineMilliCPU: 1000, BatchMilliCPU: 500, OnlineMemory: 1 << 30}, 2, 1, 500)
+	m.record(from.Add(time.Minute), load{OnlineMilliCPU: 1000, BatchMilliCPU: 0, OnlineMemory: 1 << 30}, 0, 0, -1)
+	want := "2000m CPU 4.0 GiB allocatable; CPU avg online 50.0% + batch 12.5%, memory avg 25.0%; at most 2 batch pods bound, 1 Running; box quota at most 500m"
+	if got := m.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }

@@ -57,6 +57,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/protos/yarn/nmtokens"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/sim"
@@ -74,6 +75,7 @@ type options struct {
 	hour, from, hours, warm time.Duration
 	keep                    bool
 	logs                    string
+	realNode                bool
 }
 
 func main() {
@@ -87,6 +89,7 @@ func main() {
 	flag.DurationVar(&o.warm, "warm-up", time.Hour, "simulated warm-up before the window, not measured")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the control plane up")
 	flag.StringVar(&o.logs, "logs", "", "keep weft-rm's, weft-tide's and kwok's logs in this directory")
+	flag.BoolVar(&o.realNode, "real-node", false, "add this machine's kubelet and containerd as a node of the pool, with the colocation agent over the kernel's cgroups")
 	flag.Parse()
 	off, err := run(o)
 	if err != nil {
@@ -120,30 +123,53 @@ func run(o options) (int, error) {
 		s.Cluster.Nodes, s.Duration.Duration, s.Start.UTC().Format("15:04"), s.WarmUp.Duration, o.hour, probe.factor(),
 		p.Tide.Notice.Duration, p.PreemptionGrace, p.Agent.Interval.Duration)
 
-	t0 := time.Now()
-	rs, err := sim.Run(context.Background(), s, 1)
-	if err != nil {
-		return 0, fmt.Errorf("simulate: %w", err)
+	simulate := func() ([]*sim.Result, error) {
+		t0 := time.Now()
+		rs, err := sim.Run(context.Background(), s, 1)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		fmt.Printf("\nsimulated in %.1fs:\n", time.Since(t0).Seconds())
+		return rs, sim.WriteTable(os.Stdout, rs)
 	}
-	fmt.Printf("\nsimulated in %.1fs:\n", time.Since(t0).Seconds())
-	if err := sim.WriteTable(os.Stdout, rs); err != nil {
-		return 0, err
+	var rs []*sim.Result
+	// With the real node, the simulated cluster has it too, at its
+	// allocatable, known once the kubelet has registered: simulated after.
+	if !o.realNode {
+		if rs, err = simulate(); err != nil {
+			return 0, err
+		}
 	}
 
 	wall := o.hour * time.Duration((s.Duration.Duration+s.WarmUp.Duration)/time.Hour+1)
-	var real *sim.Result
-	err = kwokfleet.Run(wall+10*time.Minute, kwokfleet.Options{Nodes: s.Cluster.Nodes, Keep: o.keep, Logs: o.logs,
+	var (
+		real     *sim.Result
+		realNode *nodeMeter
+	)
+	err = kwokfleet.Run(wall+10*time.Minute, kwokfleet.Options{Nodes: s.Cluster.Nodes, Keep: o.keep, Logs: o.logs, RealNode: o.realNode,
 		NodeCPU:    *resource.NewMilliQuantity(s.Cluster.MilliCPU, resource.DecimalSI),
 		NodeMemory: *resource.NewQuantity(s.Cluster.MemoryGiB<<30, resource.BinarySI)},
 		func(ctx context.Context, f *kwokfleet.Fleet) error {
 			var err error
-			real, err = realRun(ctx, f, &s, o, p)
+			real, realNode, err = realRun(ctx, f, &s, o, p)
 			return err
 		})
 	if err != nil {
 		return 0, fmt.Errorf("real run: %w", err)
 	}
+	if o.realNode {
+		s.Cluster.Extra = []sim.NodeSize{realNode.size()}
+		fmt.Printf("\nsimulating %d nodes and one of %dm, %.1f GiB (the real node's allocatable)\n",
+			s.Cluster.Nodes, s.Cluster.Extra[0].MilliCPU, s.Cluster.Extra[0].MemoryGiB)
+		if rs, err = simulate(); err != nil {
+			return 0, err
+		}
+	}
 	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
+	if o.realNode {
+		// In both runs' measures (sim.Cluster.Extra), and on its own.
+		fmt.Printf("  real node: %s\n", realNode)
+	}
 	// Where CPU differs, its parts say which side of the model it is.
 	for _, r := range []*sim.Result{rs[0], real} {
 		on, batch := split(r.Samples)
@@ -172,32 +198,33 @@ const (
 	nmPort    = 8041
 )
 
-// realRun plays the scenario on the fleet and returns its measures.
-func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options, p periods) (*sim.Result, error) {
+// realRun plays the scenario on the fleet and returns its measures (the
+// real node's included, if the fleet has one) and the real node's own.
+func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options, p periods) (*sim.Result, *nodeMeter, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cl := f.Client
 	for _, ns := range []string{jobsNS} {
 		if _, err := cl.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := createOnline(ctx, cl, s.Online); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := createPool(ctx, f, p.Tide); err != nil {
-		return nil, err
+	if err := createPool(ctx, f, p.Tide, f.RealNode != ""); err != nil {
+		return nil, nil, err
 	}
 
 	// weft-rm, with the scenario's queues and the NM master key the
 	// containers' tokens are checked with.
 	key, err := masterkey.FromFile(f.Work, "nm-key")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	queues, maxApps, err := writeQueues(f.Work, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	maxMB, maxVCores := int64(8192), int64(4)
 	for _, m := range s.Batch.Mixes {
@@ -207,7 +234,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	addrs, err := e2e.FreeAddrs(3)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rm := &e2e.RM{Bin: filepath.Join(f.Bin, "weft-rm"), DataDir: filepath.Join(f.Work, "rm"), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2],
 		Args: []string{"--kubeconfig", f.Cluster.Kubeconfig, "--local-node=false", "--profile", "weft", "--queues", queues,
@@ -217,7 +244,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 			// largest container; an operator raises it the same way.
 			"--maximum-allocation-mb", fmt.Sprint(maxMB), "--maximum-allocation-vcores", fmt.Sprint(maxVCores)}}
 	if err := rm.Start(ctx); err != nil {
-		return nil, fmt.Errorf("weft-rm: %w", err)
+		return nil, nil, fmt.Errorf("weft-rm: %w", err)
 	}
 	defer func() {
 		rm.Stop()
@@ -228,7 +255,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	tideProc, err := kube.StartProcess(filepath.Join(f.Logs, "weft-tide.log"), filepath.Join(f.Bin, "weft-tide"), "--kubeconfig", f.Cluster.Kubeconfig,
 		"--leader-elect=false", "--busy-interval", max(100*time.Millisecond, p.Agent.Interval.Duration).String())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer tideProc.Stop()
 
@@ -238,27 +265,51 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	agents := make([]*nodeAgent, s.Cluster.Nodes)
 	for i := range kernels {
 		name := kwokfleet.NodeName(i)
-		if kernels[i], err = newFakeKernel(filepath.Join(f.Work, "nodes", name), name, s, time.Now()); err != nil {
-			return nil, err
+		alloc := colocation.Amount{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30}
+		if kernels[i], err = newFakeKernel(filepath.Join(f.Work, "nodes", name), name, s, alloc, time.Now()); err != nil {
+			return nil, nil, err
 		}
 		if agents[i], err = startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+	}
+	// The real node: the agent over the kernel, and a kernel double of
+	// its size that only meters it (usage model, the real box's quota).
+	var realKernel *fakeKernel
+	var realMeter *nodeMeter
+	if f.RealNode != "" {
+		n, err := cl.CoreV1().Nodes().Get(ctx, f.RealNode, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("real node: %w", err)
+		}
+		limits, err := startRealAgent(ctx, f.Cluster.Config, f.RealNode, p.Agent)
+		if err != nil {
+			return nil, nil, err
+		}
+		if realKernel, err = newFakeKernel(filepath.Join(f.Work, "nodes", f.RealNode), f.RealNode, s, allocatable(n), time.Now()); err != nil {
+			return nil, nil, err
+		}
+		realKernel.limits = limits
+		realMeter = &nodeMeter{Alloc: allocatable(n), From: s.Start.Time}
 	}
 
 	factory := informers.NewSharedInformerFactory(cl, 0)
 	podInf, nodeInf := factory.Core().V1().Pods().Informer(), factory.Core().V1().Nodes().Informer()
 	if err := podInf.AddIndexers(cache.Indexers{"node": func(o any) ([]string, error) { return []string{o.(*corev1.Pod).Spec.NodeName}, nil }}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
-	m := &meter{MilliCPU: s.Cluster.MilliCPU, Memory: s.Cluster.MemoryGiB << 30, Nodes: s.Cluster.Nodes, From: s.Start.Time}
+	m := &meter{Total: s.Cluster.Total(), From: s.Start.Time}
+	if realMeter != nil {
+		m.Total.MilliCPU += realMeter.Alloc.MilliCPU
+		m.Total.Memory += realMeter.Alloc.Memory
+	}
 	b := &batch{cl: cl, clientAddr: rm.ClientAddr, sched: rm.SchedulerAddr, keys: nmtokens.New(key), sc: s, clock: c, meter: m,
 		heartbeat: p.Heartbeat, clusterID: clusterID, namespace: jobsNS, nmPort: nmPort, maxApps: maxApps, uses: &sync.Map{},
-		failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
+		realNode: f.RealNode, failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
 			o, ok, _ := nodeInf.GetStore().GetByKey(name)
 			if !ok {
 				return ""
@@ -282,21 +333,35 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	goRun(func() error { return scaleOnline(ctx, cl, c, s, w.Replicas) })
 	goRun(func() error { return b.run(ctx, w.Jobs) })
-	maxPods := int(min(s.Cluster.MilliCPU/s.Online.PodMilliCPU, int64(float64(s.Cluster.MemoryGiB)/s.Online.PodMemoryGiB)))
 	tick := max(50*time.Millisecond, p.Agent.Interval.Duration/4)
 	var loadMu sync.Mutex
 	loads := make([]load, len(kernels))
-	for i, k := range kernels {
-		onNode := func() []*corev1.Pod {
-			objs, _ := podInf.GetIndexer().ByIndex("node", k.name)
+	onNode := func(name string) func() []*corev1.Pod {
+		return func() []*corev1.Pod {
+			objs, _ := podInf.GetIndexer().ByIndex("node", name)
 			pods := make([]*corev1.Pod, len(objs))
 			for j, o := range objs {
 				pods[j] = o.(*corev1.Pod)
 			}
 			return pods
 		}
+	}
+	var (
+		realLoad  load
+		realQuota int64
+	)
+	if realKernel != nil {
 		goRun(func() error {
-			return runNode(ctx, k, agents[i], tick, onNode, b.uses, func(l load) {
+			return runNode(ctx, realKernel, nil, tick, onNode(realKernel.name), b.uses, func(l load) {
+				loadMu.Lock()
+				realLoad, realQuota = l, realKernel.quota
+				loadMu.Unlock()
+			})
+		})
+	}
+	for i, k := range kernels {
+		goRun(func() error {
+			return runNode(ctx, k, agents[i], tick, onNode(k.name), b.uses, func(l load) {
 				loadMu.Lock()
 				loads[i] = l
 				loadMu.Unlock()
@@ -308,22 +373,28 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	for now := time.Now(); now.Before(end); now = time.Now() {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case err := <-errs:
-			return nil, err
+			return nil, nil, err
 		case err := <-b.failures:
-			return nil, err
+			return nil, nil, err
 		case <-tideProc.Exited():
-			return nil, errors.New("weft-tide exited; see its log")
+			return nil, nil, errors.New("weft-tide exited; see its log")
 		case <-time.After(tick):
 		}
 		nodes, pods := listNodes(nodeInf.GetStore()), listPods(podInf.GetStore())
-		if err := bindOnline(ctx, cl, nodes, pods[onlineNS+"/"], maxPods); err != nil {
-			return nil, err
+		if err := bindOnline(ctx, cl, nodes, pods[onlineNS+"/"], s.Online); err != nil {
+			return nil, nil, err
 		}
 		if !time.Now().Before(nextSample) {
 			loadMu.Lock()
-			m.record(c.Sim(nextSample), slices.Clone(loads))
+			all := slices.Clone(loads)
+			if realMeter != nil {
+				all = append(all, realLoad)
+				bound, running := batchPodsOn(pods[f.RealNode])
+				realMeter.record(c.Sim(nextSample), realLoad, bound, running, realQuota)
+			}
+			m.record(c.Sim(nextSample), all)
 			loadMu.Unlock()
 			nextSample = nextSample.Add(p.Sample)
 		}
@@ -334,7 +405,20 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	cancel()
 	wg.Wait()
-	return m.result(), nil
+	return m.result(), realMeter, nil
+}
+
+// batchPodsOn counts the batch pods among pods, and those Running.
+func batchPodsOn(pods []*corev1.Pod) (bound, running int) {
+	for _, p := range pods {
+		if p.Namespace == jobsNS {
+			bound++
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+	}
+	return bound, running
 }
 
 // listPods groups the live pods by node name, and the unbound online
@@ -393,8 +477,9 @@ func report(c clock, nodes []*corev1.Node, pods map[string][]*corev1.Pod, m *met
 }
 
 // createPool installs the TidePool CRD and the scenario's pool over the
-// fleet's nodes, and the weft profile's PriorityClasses.
-func createPool(ctx context.Context, f *kwokfleet.Fleet, spec v1alpha1.TidePoolSpec) error {
+// fleet's nodes (the real one too, if withReal), and the weft profile's
+// PriorityClasses.
+func createPool(ctx context.Context, f *kwokfleet.Fleet, spec v1alpha1.TidePoolSpec, withReal bool) error {
 	// The CRD, and the tiers' PriorityClasses Weft's pods name.
 	if _, err := f.Cluster.Apply(ctx, "deploy/crds/weft.io_tidepools.yaml", "deploy/profiles/weft/priorityclasses.yaml"); err != nil {
 		return err
@@ -407,7 +492,7 @@ func createPool(ctx context.Context, f *kwokfleet.Fleet, spec v1alpha1.TidePoolS
 	if err != nil {
 		return err
 	}
-	spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{kwokfleet.NodeLabel: "kwok"}}
+	spec.NodeSelector = poolSelector(withReal)
 	pool := &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: poolName}, Spec: spec}
 	// The CRD is served a moment after it is created.
 	for deadline := time.Now().Add(time.Minute); ; {
@@ -445,4 +530,15 @@ func writeQueues(dir string, s *sim.Scenario) (string, map[string]int, error) {
 	}
 	path := filepath.Join(dir, "queues.json")
 	return path, maxApps, os.WriteFile(path, b, 0o644)
+}
+
+// poolSelector selects the pool's nodes: the kwok nodes, and the real
+// one if withReal (kwokfleet labels it NodeLabel=RealLabel).
+func poolSelector(withReal bool) metav1.LabelSelector {
+	types := []string{"kwok"}
+	if withReal {
+		types = append(types, kwokfleet.RealLabel)
+	}
+	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: kwokfleet.NodeLabel, Operator: metav1.LabelSelectorOpIn, Values: types}}}
 }

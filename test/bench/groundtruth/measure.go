@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/scheduler/sim"
 )
 
@@ -24,9 +25,8 @@ type load struct {
 // means over the samples from the scenario's Start on, and its kill rate
 // the task attempts killed before they were done over those started.
 type meter struct {
-	// MilliCPU and Memory are one node's allocatable; Nodes, how many.
-	MilliCPU, Memory int64
-	Nodes            int
+	// Total is the nodes' allocatable added up (the real node's too).
+	Total colocation.Amount
 	// From is the scenario's Start: the warm-up before it is not
 	// measured, as the simulation counts from there.
 	From time.Time
@@ -47,8 +47,7 @@ func (m *meter) record(at time.Time, loads []load) {
 		cpu += float64(l.OnlineMilliCPU + l.BatchMilliCPU)
 		mem += float64(l.OnlineMemory + l.BatchMemory)
 	}
-	totalCPU := float64(m.Nodes) * float64(m.MilliCPU)
-	totalMem := float64(m.Nodes) * float64(m.Memory)
+	totalCPU, totalMem := float64(m.Total.MilliCPU), float64(m.Total.Memory)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.samples = append(m.samples, sim.Sample{At: at, CPU: 100 * min(cpu, totalCPU) / totalCPU, Memory: 100 * min(mem, totalMem) / totalMem,

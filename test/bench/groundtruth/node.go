@@ -43,6 +43,10 @@ type fakeKernel struct {
 	alloc colocation.Amount
 	sc    *sim.Scenario
 
+	// limits, when set, is where the box's quota is read instead of
+	// tree: the real node's kernel, whose agent writes it there.
+	limits *cgroups.FS
+
 	last   time.Time
 	quota  int64                    // the box's CPU quota in millicores, -1 unlimited
 	busy   time.Duration            // /proc/stat's busy time
@@ -57,11 +61,12 @@ func (panicTB) Helper()                           {}
 func (panicTB) Fatal(args ...any)                 { panic(errors.New(fmt.Sprint(args...))) }
 func (panicTB) Fatalf(format string, args ...any) { panic(fmt.Errorf(format, args...)) }
 
-// newFakeKernel lays out node name's files under dir.
-func newFakeKernel(dir, name string, sc *sim.Scenario, now time.Time) (k *fakeKernel, err error) {
+// newFakeKernel lays out the files of node name, of allocatable alloc,
+// under dir.
+func newFakeKernel(dir, name string, sc *sim.Scenario, alloc colocation.Amount, now time.Time) (k *fakeKernel, err error) {
 	defer recoverInto(&err)
 	k = &fakeKernel{name: name, proc: filepath.Join(dir, "proc"), sc: sc, last: now, quota: -1, podCPU: map[string]time.Duration{},
-		alloc: colocation.Amount{MilliCPU: sc.Cluster.MilliCPU, Memory: sc.Cluster.MemoryGiB << 30}}
+		alloc: alloc}
 	if err := os.MkdirAll(k.proc, 0o755); err != nil {
 		return nil, err
 	}
@@ -103,7 +108,11 @@ func (k *fakeKernel) advance(now time.Time, online int, batch []batchUse) (l loa
 		l.BatchMemory += b.Bytes
 	}
 	avail := k.alloc.MilliCPU - l.OnlineMilliCPU
-	if quota, period, err := k.fs.CPUQuota(k.box); err == nil {
+	limits := k.fs
+	if k.limits != nil {
+		limits = k.limits
+	}
+	if quota, period, err := limits.CPUQuota(limits.QOSPath(corev1.PodQOSBestEffort)); err == nil {
 		k.quota = -1
 		if quota > 0 && period > 0 {
 			k.quota = int64(float64(quota) / float64(period) * 1000)
@@ -213,7 +222,8 @@ func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocat
 }
 
 // runNode advances k's files every tick from the pods the API server has
-// on it (onNode) and runs its agent when due, and keeps the node's
+// on it (onNode) and runs its agent when due (none for the real node,
+// whose agent runs under its own controller), and keeps the node's
 // latest load in out.
 func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duration, onNode func() []*corev1.Pod, uses *sync.Map,
 	out func(load)) error {
@@ -236,7 +246,7 @@ func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duratio
 			return err
 		}
 		out(l)
-		if k.last.Before(due) {
+		if a == nil || k.last.Before(due) {
 			continue
 		}
 		res, err := a.agent.Reconcile(ctx, a.req)

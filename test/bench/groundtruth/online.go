@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/scheduler/sim"
 )
 
@@ -36,7 +37,7 @@ func createOnline(ctx context.Context, cl kubernetes.Interface, o sim.Online) er
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: onlineApp, Namespace: onlineNS}, Spec: appsv1.DeploymentSpec{
 		Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "web", Image: "fake", Resources: corev1.ResourceRequirements{Requests: req}}},
+			Containers: []corev1.Container{{Name: "web", Image: onlineImage, Resources: corev1.ResourceRequirements{Requests: req}}},
 			// Evicted replicas go at once, as the simulation's drain of a
 			// lent node takes its Intervals.Drain in any case.
 			TerminationGracePeriodSeconds: new(int64)}},
@@ -69,6 +70,12 @@ func scaleOnline(ctx context.Context, cl kubernetes.Interface, c clock, s *sim.S
 	return nil
 }
 
+// onlineRoom is how many online replicas fit in a node's allocatable by
+// their requests, as kube-scheduler's NodeResourcesFit counts.
+func onlineRoom(alloc colocation.Amount, o sim.Online) int {
+	return int(min(alloc.MilliCPU/o.PodMilliCPU, int64(float64(alloc.Memory)/(o.PodMemoryGiB*(1<<30)))))
+}
+
 // placement is one decision of bindOnline's: pod to node, or none.
 type placement struct {
 	Pod, Node string
@@ -78,8 +85,9 @@ type placement struct {
 // stand-in for kube-scheduler does (sim's placeOnline): oldest first,
 // each to the schedulable node with the fewest replicas that has room for
 // its requests, by name among equals. perNode is the replicas on each
-// schedulable node; maxPods, how many fit on one.
-func placeOnline(pending []string, perNode map[string]int, maxPods int) []placement {
+// schedulable node; room, how many fit on each (nodes differ when the
+// real node runs beside the kwok nodes).
+func placeOnline(pending []string, perNode, room map[string]int) []placement {
 	names := make([]string, 0, len(perNode))
 	for n := range perNode {
 		names = append(names, n)
@@ -89,7 +97,7 @@ func placeOnline(pending []string, perNode map[string]int, maxPods int) []placem
 	for _, p := range pending {
 		best := ""
 		for _, n := range names {
-			if perNode[n] < maxPods && (best == "" || perNode[n] < perNode[best]) {
+			if perNode[n] < room[n] && (best == "" || perNode[n] < perNode[best]) {
 				best = n
 			}
 		}
@@ -116,11 +124,11 @@ func schedulable(n *corev1.Node) bool {
 // bindOnline binds the pending online replicas (placeOnline's choice)
 // through the Binding API, as kube-scheduler does, and marks those with
 // no room Unschedulable, which the tide reads as online demand waiting.
-func bindOnline(ctx context.Context, cl kubernetes.Interface, nodes []*corev1.Node, pods []*corev1.Pod, maxPods int) error {
-	perNode := map[string]int{}
+func bindOnline(ctx context.Context, cl kubernetes.Interface, nodes []*corev1.Node, pods []*corev1.Pod, o sim.Online) error {
+	perNode, room := map[string]int{}, map[string]int{}
 	for _, n := range nodes {
 		if schedulable(n) {
-			perNode[n.Name] = 0
+			perNode[n.Name], room[n.Name] = 0, onlineRoom(allocatable(n), o)
 		}
 	}
 	var pending []string
@@ -140,7 +148,7 @@ func bindOnline(ctx context.Context, cl kubernetes.Interface, nodes []*corev1.No
 	for _, p := range created {
 		pending = append(pending, p.Name)
 	}
-	for _, pl := range placeOnline(pending, perNode, maxPods) {
+	for _, pl := range placeOnline(pending, perNode, room) {
 		if pl.Node == "" {
 			if err := markUnschedulable(ctx, cl, pl.Pod); err != nil {
 				return err

@@ -1,11 +1,13 @@
 // Package kwokfleet is the benchmarks' cluster: a private control plane
-// (etcd, kube-apiserver, kube-controller-manager; no kubelet, no
-// kube-scheduler), away from the e2e suites' cluster, with a fleet of
-// kwok's fake nodes — and the processes a benchmark starts on it.
+// (etcd, kube-apiserver, kube-controller-manager; no kube-scheduler, and
+// no kubelet unless Options.RealNode), away from the e2e suites' cluster,
+// with a fleet of kwok's fake nodes — and the processes a benchmark
+// starts on it.
 package kwokfleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/weft-sh/weft/test/e2e"
@@ -26,8 +29,12 @@ import (
 	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
-// NodeLabel is the label every fleet node carries ("type=kwok").
+// NodeLabel is the label every fleet node carries: "type=kwok" on kwok's
+// nodes, "type=real" (RealLabel) on the real one.
 const NodeLabel = "type"
+
+// RealLabel is NodeLabel's value on the real node (Options.RealNode).
+const RealLabel = "real"
 
 // Options configures a fleet.
 type Options struct {
@@ -41,6 +48,14 @@ type Options struct {
 	// Logs is where kwok's log goes, and the benchmark's processes' (a
 	// directory removed with the fleet if unset).
 	Logs string
+	// RealNode brings the control plane up with its node, this machine's
+	// kubelet and containerd (test/kube/node-up.sh, state under the
+	// fleet's WEFT_KUBE_STATE), beside the kwok nodes, labelled
+	// NodeLabel=RealLabel. Off by default: the other benchmarks measure
+	// the control plane alone. Only one cluster's node can run on the
+	// machine (they would share the kubelet's cgroup root and ports):
+	// with the e2e suites' node up, Start fails naming it.
+	RealNode bool
 }
 
 // Fleet is a running control plane with its kwok nodes.
@@ -52,8 +67,10 @@ type Fleet struct {
 	// Client is the benchmark's own client, with limits high enough that
 	// it is never what a run measures.
 	Client kubernetes.Interface
-	kwok   *kube.Process
-	keep   bool
+	// RealNode is the real node's name (Options.RealNode), else "".
+	RealNode string
+	kwok     *kube.Process
+	keep     bool
 }
 
 // NodeName is the name of the fleet's i-th node.
@@ -91,6 +108,9 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	os.Setenv("WEFT_ETCD_PORT", "24790")
 	os.Setenv("WEFT_APISERVER_PORT", "27443")
 	os.Setenv("WEFT_KUBE_NODE", "0")
+	if o.RealNode {
+		os.Setenv("WEFT_KUBE_NODE", "1")
+	}
 	os.Setenv("WEFT_KUBE_SCHEDULER", "0")
 	if !o.Keep {
 		// An earlier run's nodes and pods would be measured with this one.
@@ -109,6 +129,11 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	}
 	if f.kwok, err = kube.StartProcess(filepath.Join(f.Logs, "kwok.log"), kwokBin, kube.KwokArgs(cluster.Kubeconfig)...); err != nil {
 		return f, err
+	}
+	if o.RealNode {
+		if f.RealNode, err = f.labelRealNode(ctx); err != nil {
+			return f, err
+		}
 	}
 	fmt.Printf("creating %d kwok nodes…\n", o.Nodes)
 	if err := f.createNodes(ctx, o); err != nil {
@@ -160,6 +185,36 @@ func (f *Fleet) createNodes(ctx context.Context, o Options) error {
 		}
 		return nil
 	})
+}
+
+// labelRealNode labels the kubelet's node NodeLabel=RealLabel and
+// returns its name: the one node kwok does not manage.
+func (f *Fleet) labelRealNode(ctx context.Context) (string, error) {
+	nodes, err := f.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("real node: %w", err)
+	}
+	name := RealNodeOf(nodes.Items)
+	if name == "" {
+		return "", errors.New("real node: the kubelet's Node is not registered")
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, NodeLabel, RealLabel)
+	if _, err := f.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return "", fmt.Errorf("label real node %s: %w", name, err)
+	}
+	fmt.Printf("real node %s joins the fleet\n", name)
+	return name, nil
+}
+
+// RealNodeOf is the name of the first node of nodes kwok does not manage
+// (no KwokNodeAnnotation), or "".
+func RealNodeOf(nodes []corev1.Node) string {
+	for _, n := range nodes {
+		if _, fake := n.Annotations[kube.KwokNodeAnnotation]; !fake {
+			return n.Name
+		}
+	}
+	return ""
 }
 
 // waitNodesSchedulable waits until every kwok node is Ready and the node
