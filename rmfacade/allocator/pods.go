@@ -240,7 +240,7 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 				if e.rv == p.ResourceVersion {
 					return
 				}
-				if a.sameAllocation(e, p) {
+				if a.samePlacedPod(e, p) {
 					e.pod, e.rv = p, p.ResourceVersion
 					pv.bound[e.id] = p
 					return
@@ -290,13 +290,13 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 	return nil
 }
 
-// sameAllocation tells whether p, a new version of a placed pod on the
+// samePlacedPod tells whether p, a new version of a placed pod on the
 // same node, would be made into the allocation e holds: its labels (queue,
 // job, tier, whose container it is), its deletion begun or not and its
 // request are as they were. Most versions of a placed pod are the API
 // server's own — the binding seen, kubelet's status — and making each
 // again was a third of what the pods cost a cycle while binding.
-func (a *Allocator) sameAllocation(e *podEntry, p *corev1.Pod) bool {
+func (a *Allocator) samePlacedPod(e *podEntry, p *corev1.Pod) bool {
 	return e.kind == podAllocation && maps.Equal(e.pod.Labels, p.Labels) &&
 		(e.pod.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && a.podResource(p).Equal(e.res)
 }
