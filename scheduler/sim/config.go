@@ -137,6 +137,13 @@ type Online struct {
 	NoisePercent float64 `json:"noisePercent"`
 }
 
+// Room is how many replicas fit in a node's allocatable by their
+// requests, as kube-scheduler's NodeResourcesFit counts: the simulation's
+// placement and the ground truth's stand-in for kube-scheduler both ask.
+func (o Online) Room(alloc colocation.Amount) int {
+	return int(min(alloc.MilliCPU/o.PodMilliCPU, int64(float64(alloc.Memory)/(o.PodMemoryGiB*float64(gib)))))
+}
+
 // Batch is the stream of jobs.
 type Batch struct {
 	// Queues are the leaf queues under root, with guarantees and maxima in

@@ -397,10 +397,7 @@ func (e *engine) placeOnline() {
 		return
 	}
 	o := e.sc.Online
-	// How many replicas fit on a node, by their requests.
-	room := func(n *node) int {
-		return int(min(n.alloc.MilliCPU/o.PodMilliCPU, int64(float64(n.alloc.Memory)/(o.PodMemoryGiB*float64(gib)))))
-	}
+	room := func(n *node) int { return o.Room(n.alloc) }
 	maxPods := 0
 	for _, n := range e.nodes {
 		maxPods = max(maxPods, room(n))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/weft-sh/weft/bigdataplugin/colocation"
 )
 
 // small is a short day on a small cluster: from the night's trough into
@@ -236,5 +238,22 @@ func TestExtraNodes(t *testing.T) {
 	bad.Cluster.Extra = []NodeSize{{MilliCPU: c.SystemMilliCPU, MemoryGiB: 64}}
 	if err := bad.Validate(); err == nil {
 		t.Error("an extra node the system's usage fills is valid")
+	}
+}
+
+// A node takes as many replicas as its CPU and its memory both hold.
+func TestOnlineRoom(t *testing.T) {
+	o := Online{PodMilliCPU: 4000, PodMemoryGiB: 8}
+	for _, tc := range []struct {
+		alloc colocation.Amount
+		want  int
+	}{
+		{colocation.Amount{MilliCPU: 32000, Memory: 128 << 30}, 8},
+		{colocation.Amount{MilliCPU: 32000, Memory: 20 << 30}, 2}, // memory bounds it
+		{colocation.Amount{MilliCPU: 2000, Memory: 23 << 30}, 0},  // a 2-core real node
+	} {
+		if got := o.Room(tc.alloc); got != tc.want {
+			t.Errorf("room on %+v: %d, want %d", tc.alloc, got, tc.want)
+		}
 	}
 }

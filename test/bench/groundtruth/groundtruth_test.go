@@ -337,22 +337,6 @@ func TestPoolSelector(t *testing.T) {
 	}
 }
 
-func TestOnlineRoom(t *testing.T) {
-	o := sim.Online{PodMilliCPU: 4000, PodMemoryGiB: 8}
-	for _, tc := range []struct {
-		alloc colocation.Amount
-		want  int
-	}{
-		{colocation.Amount{MilliCPU: 32000, Memory: 128 << 30}, 8},
-		{colocation.Amount{MilliCPU: 32000, Memory: 20 << 30}, 2}, // memory bounds it
-		{colocation.Amount{MilliCPU: 2000, Memory: 23 << 30}, 0},  // a 2-core real node
-	} {
-		if got := onlineRoom(tc.alloc, o); got != tc.want {
-			t.Errorf("room on %+v: %d, want %d", tc.alloc, got, tc.want)
-		}
-	}
-}
-
 // The real node's batch pods run a sleeping busybox with the requests
 // and cgroup (QoS class) the translator gave them.
 func TestOnRealNode(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/scheduler/sim"
 )
 
@@ -70,12 +69,6 @@ func scaleOnline(ctx context.Context, cl kubernetes.Interface, c clock, s *sim.S
 	return nil
 }
 
-// onlineRoom is how many online replicas fit in a node's allocatable by
-// their requests, as kube-scheduler's NodeResourcesFit counts.
-func onlineRoom(alloc colocation.Amount, o sim.Online) int {
-	return int(min(alloc.MilliCPU/o.PodMilliCPU, int64(float64(alloc.Memory)/(o.PodMemoryGiB*(1<<30)))))
-}
-
 // placement is one decision of bindOnline's: pod to node, or none.
 type placement struct {
 	Pod, Node string
@@ -128,7 +121,7 @@ func bindOnline(ctx context.Context, cl kubernetes.Interface, nodes []*corev1.No
 	perNode, room := map[string]int{}, map[string]int{}
 	for _, n := range nodes {
 		if schedulable(n) {
-			perNode[n.Name], room[n.Name] = 0, onlineRoom(allocatable(n), o)
+			perNode[n.Name], room[n.Name] = 0, o.Room(allocatable(n))
 		}
 	}
 	var pending []string
