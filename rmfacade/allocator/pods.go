@@ -77,8 +77,6 @@ type podView struct {
 	// appPods counts the entries under each pods' application: it leaves
 	// the store with its last pod.
 	appPods map[string]int
-	// where is the constraints the waiting pods' requests were made with.
-	where *constraints
 	// gen stamps the entries seen in a cycle; those not seen are gone.
 	gen uint64
 	// refusals are this cycle's pods to tell why they are not scheduled,
@@ -213,8 +211,8 @@ func (pv *podView) touched(id string) {
 // RM's YARN containers — those come from the RM's records — as
 // allocations). Every pod is made again when a node entered or left the
 // view (moved: a pod on it was left out, or its allocation went with it),
-// and every waiting one when the constraints changed.
-func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints, moved bool) error {
+// and every waiting one when the constraints changed (whereMoved).
+func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints, moved, whereMoved bool) error {
 	pv := a.view.pods
 	pv.refusals = nil
 	if a.opts.Pods == nil {
@@ -228,8 +226,6 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 			delete(pv.entries, uid)
 		}
 	}
-	whereMoved := pv.where != where
-	pv.where = where
 	pv.gen++
 	pending, bound := a.opts.Pods.Pods()
 	var changed []*corev1.Pod

@@ -235,6 +235,8 @@ func (a *Allocator) sync(snap *state.Snapshot, nodes *nodeSet, h *quota.Hierarch
 			return nil, err
 		}
 	}
+	// The waiting pods' requests were made with the last allowedBy.
+	whereMoved := where != v.allowedBy
 	v.allowed, v.allowedBy = allowed, where
 	err := v.st.Update(func(w *schedstate.Txn) error {
 		if !m.full {
@@ -249,7 +251,7 @@ func (a *Allocator) sync(snap *state.Snapshot, nodes *nodeSet, h *quota.Hierarch
 		if err := a.syncApps(w, snap, where, m); err != nil {
 			return err
 		}
-		return a.syncPods(w, snap, nodes, where, moved)
+		return a.syncPods(w, snap, nodes, where, moved, whereMoved)
 	})
 	if err != nil {
 		// The store is as it was, the bookkeeping beside it is not.
