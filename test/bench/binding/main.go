@@ -57,6 +57,9 @@ type options struct {
 	// profiles, when set, is where weft-rm (run with --profiling) leaves
 	// a CPU profile of each round's first seconds.
 	profiles string
+	// traceSeconds, with profiles, also saves an execution trace of
+	// weft-rm's first seconds there: what its start waits on.
+	traceSeconds int
 }
 
 func main() {
@@ -68,9 +71,10 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
 	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
-	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with this (kube-scheduler, weft, api-ceiling, list-and-bind)")
+	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first 5 s in this directory")
+	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.Parse()
 	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
@@ -170,7 +174,10 @@ leaderElection:
 	schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: direct},
 		scheduler{name: "list-and-bind", schedulerName: "bench-listed", direct: listed})
 	if o.only != "" {
-		schedulers = slices.DeleteFunc(schedulers, func(s scheduler) bool { return !strings.HasPrefix(s.name, o.only) })
+		prefixes := strings.Split(o.only, ",")
+		schedulers = slices.DeleteFunc(schedulers, func(s scheduler) bool {
+			return !slices.ContainsFunc(prefixes, func(p string) bool { return p != "" && strings.HasPrefix(s.name, p) })
+		})
 	}
 
 	results := map[string][]result{}
@@ -183,7 +190,7 @@ leaderElection:
 			if o.profiles != "" && s.name == "weft" {
 				profile = filepath.Join(o.profiles, fmt.Sprintf("weft-cpu-%d.pb.gz", round))
 			}
-			r, err := s.measure(ctx, client, o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), profile)
+			r, err := s.measure(ctx, client, o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), profile, o.traceSeconds)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", s.name, round, err)
 			}
@@ -256,7 +263,7 @@ func median(rs []result) float64 {
 // measure creates the pods in a fresh namespace, starts the scheduler,
 // waits for every pod to be bound, stops the scheduler and removes the
 // namespace's pods.
-func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n int, logFile, profile string) (result, error) {
+func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n int, logFile, profile string, traceSeconds int) (result, error) {
 	ns := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixNano())
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return result{}, err
@@ -342,6 +349,14 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 						break
 					}
 					time.Sleep(5 * time.Millisecond)
+				}
+				if traceSeconds > 0 {
+					go func() {
+						file := strings.TrimSuffix(profile, ".pb.gz") + ".trace"
+						if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("trace?seconds=%d", traceSeconds), file); err != nil {
+							fmt.Println("   trace:", err)
+						}
+					}()
 				}
 				if err := e2e.SaveProfile(ctx, web, "profile?seconds=5", profile); err != nil {
 					fmt.Println("   CPU profile:", err)
