@@ -487,7 +487,7 @@ func TestNodeMeter(t *testing.T) {
 
 func TestPublished(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm", Labels: map[string]string{tide.LabelState: string(v1alpha1.StateOffline)},
-		Annotations: map[string]string{translator.AnnotationUtilization: translator.NodeUtilization{NodeMilliCPU: 1500, BatchMilliCPU: 200}.String()}},
+		Annotations: map[string]string{translator.AnnotationUtilization: translator.NodeUtilization{At: time.Unix(1, 0), NodeMilliCPU: 1500, BatchMilliCPU: 200}.String()}},
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 			translator.ReclaimedCPU: resource.MustParse("309"), translator.ReclaimedMemory: *resource.NewQuantity(3<<29, resource.BinarySI)}}}
 	if got, want := published(n), "vm Offline: reclaimed 309m 1.5 GiB; uses 1500m (batch 200m, online 1300m)"; got != want {
