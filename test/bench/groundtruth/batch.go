@@ -69,6 +69,9 @@ type batch struct {
 	// realNode is the real node's name (-real-node), whose pods the
 	// kubelet runs (onRealNode), else "".
 	realNode string
+	// profile is the node plugin's translator profile, weft-rm's vcore
+	// size (--milli-cpu-per-vcore) included.
+	profile translator.Profile
 	// nodeState is a node's tide state as last seen (the node
 	// informer's), to tell a tide's kill from a queue's (killCause).
 	nodeState   func(name string) v1alpha1.NodeState
@@ -208,7 +211,7 @@ func (a *am) start(ctx context.Context, name string) error {
 	tags := []string{translator.TagMinWorkers + strconv.Itoa(a.j.Min), translator.TagHighPriorities + strconv.Itoa(amPriority)}
 	err = call(ctx, c, clientProtocol, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: na.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String(a.j.Queue), UnmanagedAm: proto.Bool(true),
-		ApplicationType: proto.String(a.mix.Name), ApplicationTags: tags, Resource: resourceOf(a.mix.AM),
+		ApplicationType: proto.String(a.mix.Name), ApplicationTags: tags, Resource: resourceOf(a.mix.AM, a.b.profile),
 	}}, &yarnpb.SubmitApplicationResponseProto{})
 	if err != nil {
 		return err
@@ -233,8 +236,10 @@ func (a *am) start(ctx context.Context, name string) error {
 	}
 }
 
-func resourceOf(s sim.Size) *yarnpb.ResourceProto {
-	return &yarnpb.ResourceProto{Memory: proto.Int64(int64(s.MemoryGiB * 1024)), VirtualCores: proto.Int32(int32(s.MilliCPU / 1000))}
+// resourceOf is s as YARN asks for it: vcores of p's size (sizes are
+// multiples of it: vcoreSized).
+func resourceOf(s sim.Size, p translator.Profile) *yarnpb.ResourceProto {
+	return &yarnpb.ResourceProto{Memory: proto.Int64(int64(s.MemoryGiB * 1024)), VirtualCores: proto.Int32(int32(s.MilliCPU / p.VCoreMilli()))}
 }
 
 func (a *am) running() int {
@@ -273,7 +278,7 @@ func (a *am) asks() []*yarnpb.ResourceRequestProto {
 	}
 	req := func(prio, n int, s sim.Size) *yarnpb.ResourceRequestProto {
 		return &yarnpb.ResourceRequestProto{Priority: &yarnpb.PriorityProto{Priority: proto.Int32(int32(prio))}, ResourceName: proto.String("*"),
-			Capability: resourceOf(s), NumContainers: proto.Int32(int32(max(0, n))), RelaxLocality: proto.Bool(true)}
+			Capability: resourceOf(s, a.b.profile), NumContainers: proto.Int32(int32(max(0, n))), RelaxLocality: proto.Bool(true)}
 	}
 	return []*yarnpb.ResourceRequestProto{req(amPriority, am, a.mix.AM), req(workerPriority, workers, a.mix.Worker)}
 }
@@ -364,7 +369,7 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 	if isAM {
 		size, ratioCPU, ratioMem = a.mix.AM, amUsageRatio, amUsageRatio
 	}
-	pod, err := translator.Weft.Pod(translator.ContainerSpec{
+	pod, err := a.b.profile.Pod(translator.ContainerSpec{
 		App: g.Container.Attempt.App.String(), Attempt: g.Container.Attempt.String(), Container: g.Container.String(),
 		User: g.User, Queue: g.Queue, Tier: g.Tier, MemoryMB: g.Resource.MemoryMB, VCores: g.Resource.VCores,
 		NodeName: c.GetNodeId().GetHost(), NMPort: a.b.nmPort, RM: a.b.clusterID, Namespace: a.b.namespace,
@@ -375,10 +380,11 @@ func (a *am) started(ctx context.Context, c *yarnpb.ContainerProto) error {
 		return fmt.Errorf("pod of %s: %w", g.Container, err)
 	}
 	pod.Spec.TerminationGracePeriodSeconds = new(int64)
+	use := batchUse{MilliCPU: int64(float64(size.MilliCPU) * ratioCPU), Bytes: int64(size.MemoryGiB * ratioMem * (1 << 30))}
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName == a.b.realNode {
-		onRealNode(pod)
+		onRealNode(pod, use.MilliCPU)
 	}
-	a.b.uses.Store(pod.Name, batchUse{MilliCPU: int64(float64(size.MilliCPU) * ratioCPU), Bytes: int64(size.MemoryGiB * ratioMem * (1 << 30))})
+	a.b.uses.Store(pod.Name, use)
 	if _, err := a.b.cl.CoreV1().Pods(a.b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create pod of %s: %w", g.Container, err)
 	}

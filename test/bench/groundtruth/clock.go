@@ -9,6 +9,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
+	"github.com/weft-sh/weft/translator"
 )
 
 // clock maps the real run's wall time onto the scenario's virtual time:
@@ -70,6 +71,10 @@ type periods struct {
 	// (YARN's 1 s, simulated: it is the scheduling cycle the simulation
 	// runs every Intervals.Schedule).
 	Scale, Sample, Heartbeat time.Duration
+	// Profile is the node plugin's translator profile (its vcore size,
+	// weft-rm's --milli-cpu-per-vcore): translator.Weft, or
+	// withRealNode's.
+	Profile translator.Profile
 }
 
 // minAgentInterval is the least interval the node agent's configuration

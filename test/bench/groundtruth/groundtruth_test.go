@@ -3,14 +3,17 @@ package main
 import (
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/translator"
@@ -337,8 +341,8 @@ func TestPoolSelector(t *testing.T) {
 	}
 }
 
-// The real node's batch pods run a sleeping busybox with the requests
-// and cgroup (QoS class) the translator gave them.
+// The real node's batch pods run busybox burning their pod's CPU, with
+// the requests and cgroup (QoS class) the translator gave them.
 func TestOnRealNode(t *testing.T) {
 	pod, err := translator.Weft.Pod(translator.ContainerSpec{App: "application_1_0001", Container: "container_1_0001_01_000002",
 		User: "u", Queue: "etl", Tier: records.TierLow, MemoryMB: 1024, VCores: 1, NodeName: "vm", Namespace: jobsNS, Runtime: translator.Runtime{Image: "fake"}})
@@ -346,10 +350,10 @@ func TestOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := pod.DeepCopy()
-	onRealNode(pod)
+	onRealNode(pod, 225)
 	c := pod.Spec.Containers[0]
-	if c.Image != realImage || !slices.Equal(c.Command, []string{"sleep", "86400"}) {
-		t.Errorf("container %s %v, want %s sleeping", c.Image, c.Command, realImage)
+	if c.Image != realImage || !slices.Equal(c.Command, []string{"sh", "-c", burnScript(225)}) || c.Args != nil {
+		t.Errorf("container %s %q %q, want %s burning 225m", c.Image, c.Command, c.Args, realImage)
 	}
 	// The same requests and limits: the same QoS class, hence cgroup.
 	if !equality.Semantic.DeepEqual(c.Resources, before.Spec.Containers[0].Resources) || len(pod.Spec.Containers) != 1 {
@@ -357,14 +361,141 @@ func TestOnRealNode(t *testing.T) {
 	}
 }
 
+func TestBurnScript(t *testing.T) {
+	for _, tc := range []struct {
+		milli int64
+		want  []string // in the script
+	}{
+		{0, []string{"exec sleep 86400"}},
+		{-5, []string{"exec sleep 86400"}},
+		{225, []string{"sleep 0.225;", "sleep 0.775;", "kill $b"}},
+		{999, []string{"sleep 0.999;", "sleep 0.001;"}},
+		{1000, []string{"while :; do :; done"}},
+		{4500, []string{"while :; do :; done"}},
+	} {
+		got := burnScript(tc.milli)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("burnScript(%d) = %q, want it to hold %q", tc.milli, got, w)
+			}
+		}
+		if tc.milli >= 1000 && strings.Contains(got, "sleep") {
+			t.Errorf("burnScript(%d) = %q sleeps, want a core burnt", tc.milli, got)
+		}
+	}
+}
+
+// The script, run by busybox's sh for a few seconds, uses about the CPU
+// it is given: the shell reaps each busy loop, so the CPU of all of them
+// is in the shell's rusage once it is reaped.
+func TestBurnScriptBurns(t *testing.T) {
+	const busybox = "/bin/busybox"
+	if _, err := os.Stat(busybox); err != nil || testing.Short() {
+		t.Skip("no", busybox, "or -short")
+	}
+	const milli, run = 300, 3 * time.Second
+	cmd := exec.Command(busybox, "sh", "-c", burnScript(milli))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(run)
+	// Stop the shell first (it then reaps nothing more), then the loop.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	// The last second's loop is killed unreaped: up to one burst less.
+	want := time.Duration(float64(run) * milli / 1000)
+	if lo, hi := want-time.Duration(milli)*time.Millisecond-want/4, want+want/4; used < lo || used > hi {
+		t.Errorf("%dm for %s used %s of CPU, want %s–%s", milli, run, used, lo, hi)
+	}
+}
+
+// With the real node, the scenario gets jobs a 2-core node can take, in a
+// queue of their own, asked in vcores of realVCoreMilli; the default
+// day's containers stay as they are, whole vcores of that size.
+func TestWithRealNode(t *testing.T) {
+	def := shrink(sim.DefaultScenario(5000), 12, time.Hour, 2*time.Hour, time.Hour)
+	s, p, err := withRealNode(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(def.Batch.Mixes) != 2 || len(def.Batch.Queues) != 2 {
+		t.Fatalf("withRealNode changed its argument's mixes or queues: %d, %d", len(def.Batch.Mixes), len(def.Batch.Queues))
+	}
+	if !slices.Equal(s.Batch.Mixes[:2], def.Batch.Mixes) || s.Batch.Mixes[2].Name != realMix.Name || s.Batch.Queues[2] != realQueue {
+		t.Errorf("mixes %v, queues %v: want the default's and realMix in realQueue", s.Batch.Mixes, s.Batch.Queues)
+	}
+	if p.VCoreMilli() != realVCoreMilli || p.Name != translator.Weft.Name {
+		t.Errorf("profile %s with %dm vcores, want weft's with %dm", p.Name, p.VCoreMilli(), realVCoreMilli)
+	}
+	// The real node's agent published about 300m (README): a container
+	// of realMix must fit, in whole vcores.
+	for _, z := range []sim.Size{realMix.AM, realMix.Worker} {
+		if z.MilliCPU > 300 {
+			t.Errorf("realMix asks %dm, more than a 2-core node lends", z.MilliCPU)
+		}
+		if got := resourceOf(z, p); got.GetVirtualCores() != int32(z.MilliCPU/realVCoreMilli) || got.GetMemory() != int64(z.MemoryGiB*1024) {
+			t.Errorf("%v asked as %v", z, got)
+		}
+	}
+	if got := resourceOf(sim.Size{MilliCPU: 5000, MemoryGiB: 20}, p).GetVirtualCores(); got != 20 {
+		t.Errorf("a 5000m executor is %d vcores of %dm, want 20", got, realVCoreMilli)
+	}
+	if got := resourceOf(sim.Size{MilliCPU: 5000, MemoryGiB: 20}, translator.Weft).GetVirtualCores(); got != 5 {
+		t.Errorf("a 5000m executor is %d vcores of 1000m, want 5", got)
+	}
+
+	odd := def
+	odd.Batch.Mixes = append(slices.Clone(def.Batch.Mixes), sim.Mix{Name: "odd", AM: sim.Size{MilliCPU: 300}, Worker: sim.Size{MilliCPU: 500}})
+	if _, _, err := withRealNode(odd); err == nil || !strings.Contains(err.Error(), "mix odd: a container of 300m") || strings.Contains(err.Error(), "500m") {
+		t.Errorf("a 300m AM: err %v, want it refused (weft-rm would round it up), not the 500m worker", err)
+	}
+}
+
 func TestNodeMeter(t *testing.T) {
 	from := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 	m := &nodeMeter{Alloc: colocation.Amount{MilliCPU: 2000, Memory: 4 << 30}, From: from}
-	m.record(from.Add(-time.Minute), load{OnlineMilliCPU: 2000}, 9, 9, 2000) // warm-up: not counted
-	m.record(from, load{OnlineMilliCPU: 1000, BatchMilliCPU: 500, OnlineMemory: 1 << 30}, 2, 1, 500)
-	m.record(from.Add(time.Minute), load{OnlineMilliCPU: 1000, BatchMilliCPU: 0, OnlineMemory: 1 << 30}, 0, 0, -1)
-	want := "2000m CPU 4.0 GiB allocatable; CPU avg online 50.0% + batch 12.5%, memory avg 25.0%; at most 2 batch pods bound, 1 Running; box quota at most 500m"
+	step := 2 * time.Second
+	// Warm-up: not counted, its box counter neither.
+	m.record(nodeSample{At: from.Add(-time.Minute), Step: step, Load: load{OnlineMilliCPU: 2000}, Bound: 9, Running: []string{"w"}, Quota: 2000, BoxCPU: time.Second})
+	m.record(nodeSample{At: from, Step: step, Load: load{OnlineMilliCPU: 1000, BatchMilliCPU: 500, OnlineMemory: 1 << 30}, Bound: 2, Running: []string{"a"},
+		Quota: 500, BoxCPU: 10 * time.Second})
+	m.record(nodeSample{At: from.Add(time.Minute), Step: step, Load: load{OnlineMilliCPU: 1000, OnlineMemory: 1 << 30}, Bound: 2, Running: []string{"a", "b"},
+		Quota: 300, BoxCPU: 11 * time.Second})
+	m.record(nodeSample{At: from.Add(2 * time.Minute), Step: step, Load: load{OnlineMilliCPU: 1000, BatchMilliCPU: 250, OnlineMemory: 1 << 30}, Quota: 900,
+		BoxCPU: 12500 * time.Millisecond})
+	want := "2000m CPU 4.0 GiB allocatable; CPU avg online 50.0% + batch 12.5%, memory avg 25.0%; at most 2 batch pods bound, 2 Running; box quota at most 900m\n" +
+		"  real node's batch containers: 2 ran, 6 container-seconds (wall), the box's quota 300m–500m while they ran; the box's cgroup used 2.5 CPU-seconds (cpuacct.usage)"
 	if got := m.String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if pods, d := m.Ran(); pods != 2 || d != 3*step {
+		t.Errorf("Ran() = %d, %s; want 2, %s", pods, d, 3*step)
+	}
+
+	idle := &nodeMeter{Alloc: m.Alloc, From: from}
+	idle.record(nodeSample{At: from, Step: step, Quota: 300})
+	if got := idle.String(); !strings.Contains(got, "0 ran, 0 container-seconds (wall); the box's") {
+		t.Errorf("no batch pod ran, got %s", got)
+	}
+}
+
+func TestPublished(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm", Labels: map[string]string{tide.LabelState: string(v1alpha1.StateOffline)},
+		Annotations: map[string]string{translator.AnnotationUtilization: translator.NodeUtilization{At: time.Unix(1, 0), NodeMilliCPU: 1500, BatchMilliCPU: 200}.String()}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			translator.ReclaimedCPU: resource.MustParse("309"), translator.ReclaimedMemory: *resource.NewQuantity(3<<29, resource.BinarySI)}}}
+	if got, want := published(n), "vm Offline: reclaimed 309m 1.5 GiB; uses 1500m (batch 200m, online 1300m)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	delete(n.Annotations, translator.AnnotationUtilization)
+	n.Status.Allocatable = nil
+	if got, want := published(n), "vm Offline: reclaimed 0m 0.0 GiB"; got != want {
+		t.Errorf("not published yet: got %s, want %s", got, want)
 	}
 }

@@ -66,6 +66,7 @@ import (
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/masterkey"
 )
 
@@ -114,11 +115,19 @@ func run(o options) (int, error) {
 	if err := s.Validate(); err != nil {
 		return 0, err
 	}
+	profile := translator.Weft
+	if o.realNode {
+		var err error
+		if s, profile, err = withRealNode(s); err != nil {
+			return 0, err
+		}
+	}
 	probe := clock{Hour: o.hour}
 	p, err := scaled(s, probe)
 	if err != nil {
 		return 0, err
 	}
+	p.Profile = profile
 	fmt.Printf("scenario: %d nodes, %s from %s after %s of warm-up, one hour in %s (×%.0f): notice %s, preemption grace %s, agent every %s\n",
 		s.Cluster.Nodes, s.Duration.Duration, s.Start.UTC().Format("15:04"), s.WarmUp.Duration, o.hour, probe.factor(),
 		p.Tide.Notice.Duration, p.PreemptionGrace, p.Agent.Interval.Duration)
@@ -169,6 +178,9 @@ func run(o options) (int, error) {
 	if o.realNode {
 		// In both runs' measures (sim.Cluster.Extra), and on its own.
 		fmt.Printf("  real node: %s\n", realNode)
+		if n, _ := realNode.Ran(); n == 0 {
+			fmt.Println("  the real node ran no batch container: what ran there was the kubelet, the agent and the box")
+		}
 	}
 	// Where CPU differs, its parts say which side of the model it is.
 	for _, r := range []*sim.Result{rs[0], real} {
@@ -229,7 +241,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	maxMB, maxVCores := int64(8192), int64(4)
 	for _, m := range s.Batch.Mixes {
 		for _, z := range []sim.Size{m.AM, m.Worker} {
-			maxMB, maxVCores = max(maxMB, int64(z.MemoryGiB*1024)), max(maxVCores, z.MilliCPU/1000)
+			maxMB, maxVCores = max(maxMB, int64(z.MemoryGiB*1024)), max(maxVCores, z.MilliCPU/p.Profile.VCoreMilli())
 		}
 	}
 	addrs, err := e2e.FreeAddrs(3)
@@ -239,6 +251,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	rm := &e2e.RM{Bin: filepath.Join(f.Bin, "weft-rm"), DataDir: filepath.Join(f.Work, "rm"), ClientAddr: addrs[0], SchedulerAddr: addrs[1], WebAddr: addrs[2],
 		Args: []string{"--kubeconfig", f.Cluster.Kubeconfig, "--local-node=false", "--profile", "weft", "--queues", queues,
 			"--cluster-id", clusterID, "--namespace", jobsNS, "--nm-key-file", filepath.Join(f.Work, "nm-key"), "--nm-port", fmt.Sprint(nmPort),
+			"--milli-cpu-per-vcore", fmt.Sprint(p.Profile.VCoreMilli()),
 			"--preemption-grace", p.PreemptionGrace.String(), "--node-cooldown", p.NodeCooldown.String(),
 			// The scenario's executors are larger than YARN's default
 			// largest container; an operator raises it the same way.
@@ -269,7 +282,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 		if kernels[i], err = newFakeKernel(filepath.Join(f.Work, "nodes", name), name, s, alloc, time.Now()); err != nil {
 			return nil, nil, err
 		}
-		if agents[i], err = startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent); err != nil {
+		if agents[i], err = startAgent(ctx, f.Cluster.Config, kernels[i], p.Agent, p.Profile); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -282,7 +295,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 		if err != nil {
 			return nil, nil, fmt.Errorf("real node: %w", err)
 		}
-		limits, err := startRealAgent(ctx, f.Cluster.Config, f.RealNode, p.Agent)
+		limits, err := startRealAgent(ctx, f.Cluster.Config, f.RealNode, p.Agent, p.Profile)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -309,7 +322,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	b := &batch{cl: cl, clientAddr: rm.ClientAddr, sched: rm.SchedulerAddr, keys: nmtokens.New(key), sc: s, clock: c, meter: m,
 		heartbeat: p.Heartbeat, clusterID: clusterID, namespace: jobsNS, nmPort: nmPort, maxApps: maxApps, uses: &sync.Map{},
-		realNode: f.RealNode, failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
+		realNode: f.RealNode, profile: p.Profile, failures: make(chan error, 1), nodeState: func(name string) v1alpha1.NodeState {
 			o, ok, _ := nodeInf.GetStore().GetByKey(name)
 			if !ok {
 				return ""
@@ -392,7 +405,9 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 			if realMeter != nil {
 				all = append(all, realLoad)
 				bound, running := batchPodsOn(pods[f.RealNode])
-				realMeter.record(c.Sim(nextSample), realLoad, bound, running, realQuota)
+				boxCPU, _ := realKernel.limits.CPUUsage(realKernel.limits.QOSPath(corev1.PodQOSBestEffort))
+				realMeter.record(nodeSample{At: c.Sim(nextSample), Step: p.Sample, Load: realLoad, Bound: bound, Running: running,
+					Quota: realQuota, BoxCPU: boxCPU})
 			}
 			m.record(c.Sim(nextSample), all)
 			loadMu.Unlock()
@@ -401,6 +416,17 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 		if time.Since(lastReport) > 30*time.Second {
 			lastReport = time.Now()
 			report(c, nodes, pods, m, b)
+			if realKernel != nil {
+				loadMu.Lock()
+				quota := realQuota
+				loadMu.Unlock()
+				for _, n := range nodes {
+					if n.Name == f.RealNode {
+						bound, running := batchPodsOn(pods[n.Name])
+						fmt.Printf("    real node %s; box quota %dm; batch pods %d bound, %d Running\n", published(n), quota, bound, len(running))
+					}
+				}
+			}
 		}
 	}
 	cancel()
@@ -408,13 +434,13 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	return m.result(), realMeter, nil
 }
 
-// batchPodsOn counts the batch pods among pods, and those Running.
-func batchPodsOn(pods []*corev1.Pod) (bound, running int) {
+// batchPodsOn counts the batch pods among pods, and names those Running.
+func batchPodsOn(pods []*corev1.Pod) (bound int, running []string) {
 	for _, p := range pods {
 		if p.Namespace == jobsNS {
 			bound++
 			if p.Status.Phase == corev1.PodRunning {
-				running++
+				running = append(running, p.Name)
 			}
 		}
 	}

@@ -201,8 +201,8 @@ type nodeAgent struct {
 // runs them — between two advances of the files, never during one.
 // (Several agents in one process cannot each register the controller:
 // controller-runtime wants its name unique per process.)
-func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocation.Config) (*nodeAgent, error) {
-	o := colocation.Options{NodeName: k.name, Defaults: cfg, Profile: translator.Weft, FS: k.fs, ProcRoot: k.proc,
+func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocation.Config, profile translator.Profile) (*nodeAgent, error) {
+	o := colocation.Options{NodeName: k.name, Defaults: cfg, Profile: profile, FS: k.fs, ProcRoot: k.proc,
 		Box: &colocation.Box{FS: k.fs}, NumCPU: int(k.alloc.MilliCPU / 1000), Now: func() time.Time { return k.last },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	mgr, err := colocation.NewManager(rc, o)

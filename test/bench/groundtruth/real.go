@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -28,11 +30,11 @@ import (
 // kubelet's BestEffort cgroup, as weft-nodeplugin's does.
 
 // realImage runs the batch containers placed on the real node: the
-// busybox the cluster builds (cmd/kube-images), sleeping. Kwok's pods run
-// nothing, and the usage model is what the meter counts on every node,
-// so a real container that sleeps keeps the two kinds of node alike;
-// what the real node adds is the kubelet's admission, real cgroups and
-// the agent over the kernel.
+// busybox the cluster builds (cmd/kube-images). A container there burns
+// the CPU the usage model gives its pod (burnScript), so that the
+// kernel's counters of the big box show real work, held to the quota the
+// agent writes; the meter still counts the usage model on every node,
+// kwok's pods (which run nothing) and the real node's alike.
 const realImage = "weft.local/busybox:1"
 
 // onlineImage is the online replicas' image: kwok ignores it, the real
@@ -41,13 +43,82 @@ const onlineImage = "weft.local/pause:3.10"
 
 // onRealNode makes pod, bound to the real node, runnable there: the
 // translator's command needs the node runtime's Hadoop, which this run
-// has not; the container sleeps instead (realImage), with the same
-// requests, QoS class and cgroup.
-func onRealNode(pod *corev1.Pod) {
+// has not; the container burns milliCPU of CPU instead (burnScript), with
+// the same requests, QoS class and cgroup.
+func onRealNode(pod *corev1.Pod, milliCPU int64) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		c.Image, c.Command, c.Args, c.WorkingDir = realImage, []string{"sleep", "86400"}, nil, ""
+		c.Image, c.Command, c.Args, c.WorkingDir = realImage, []string{"sh", "-c", burnScript(milliCPU)}, nil, ""
 	}
+}
+
+// burnScript is a busybox sh loop that uses milliCPU of one core on
+// average: each second a busy loop runs for milliCPU/1000 of it and is
+// killed, then the shell sleeps the rest (busybox's sleep takes
+// fractions). At 1000 or more it burns a core without pause; at 0 or
+// less it sleeps. Only shell builtins and sleep: the image is busybox.
+func burnScript(milliCPU int64) string {
+	switch {
+	case milliCPU <= 0:
+		return "exec sleep 86400"
+	case milliCPU >= 1000:
+		return "while :; do :; done"
+	}
+	return fmt.Sprintf("while :; do (while :; do :; done) & b=$!; sleep %.3f; kill $b; wait $b; sleep %.3f; done",
+		float64(milliCPU)/1000, float64(1000-milliCPU)/1000)
+}
+
+// A real 2-core node lends little: on this machine the control plane,
+// kwok and the driver are its online use, and its agent published about
+// 300m of reclaimed CPU in the runs so far (README, "-real-node"), while
+// the default day's smallest batch container asks 1000m. So with the real
+// node the shrunk scenario — simulated and run alike — gets jobs a small
+// node can take: realMix, in a queue of its own (realQueue), with YARN's
+// vcore at realVCoreMilli (weft-rm's and the node plugin's
+// --milli-cpu-per-vcore; translator.Profile says why a vcore below a core
+// is common where batch packs densely), since YARN asks in whole vcores.
+// The default day's mixes are kept as they are: their sizes are whole
+// vcores of either size.
+const realVCoreMilli = 250
+
+// realMix is MapReduce-like: a container per task of one vcore
+// (realVCoreMilli) and 1 GiB (YARN's minimum allocation), a few jobs an
+// hour whatever the node count, each a small gang and a few elastic
+// workers.
+var realMix = sim.Mix{Name: "small", Queue: realQueue.Name, PerHour: 6, NightFactor: 1.5,
+	AM: sim.Size{MilliCPU: realVCoreMilli, MemoryGiB: 1}, Worker: sim.Size{MilliCPU: realVCoreMilli, MemoryGiB: 1},
+	MinWorkers: sim.IntRange{Min: 1, Max: 2}, ElasticWorkers: sim.IntRange{Min: 2, Max: 6}, Tasks: sim.IntRange{Min: 20, Max: 60},
+	TaskSeconds: sim.LogNormal{Median: 300, Sigma: 0.6, Max: 1800}, CPUUsageRatio: 0.9, MemoryUsageRatio: 0.8}
+
+// realQueue is realMix's queue: its own, so that the default day's
+// queues (adhoc runs one job at a time at a dozen nodes) do not hold
+// its jobs back.
+var realQueue = sim.Queue{Name: "small", GuaranteePercent: 1, Weight: 1, MaxParallelApps: 2}
+
+// withRealNode is s with realMix and realQueue, and the node plugin's
+// profile with realVCoreMilli. It fails if a mix's container is not a
+// whole number of vcores: weft-rm would round it up (YARN's
+// normalization), the simulation not, and the runs would differ.
+func withRealNode(s sim.Scenario) (sim.Scenario, translator.Profile, error) {
+	s.Batch.Queues = append(slices.Clone(s.Batch.Queues), realQueue)
+	s.Batch.Mixes = append(slices.Clone(s.Batch.Mixes), realMix)
+	p := translator.Weft
+	p.MilliCPUPerVCore = realVCoreMilli
+	return s, p, vcoreSized(s, p)
+}
+
+// vcoreSized tells whether every container of s is a whole number of
+// p's vcores.
+func vcoreSized(s sim.Scenario, p translator.Profile) error {
+	var errs []error
+	for _, m := range s.Batch.Mixes {
+		for _, z := range []sim.Size{m.AM, m.Worker} {
+			if z.MilliCPU%p.VCoreMilli() != 0 {
+				errs = append(errs, fmt.Errorf("mix %s: a container of %dm is not a whole number of %dm vcores", m.Name, z.MilliCPU, p.VCoreMilli()))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // startRealAgent runs the node plugin's colocation agent for the real
@@ -56,7 +127,7 @@ func onRealNode(pod *corev1.Pod) {
 // newColocation) and run by its own controller on the wall clock. It
 // returns the cgroup tree it reads, for the meter to read the box's
 // quota from.
-func startRealAgent(ctx context.Context, rc *rest.Config, node string, cfg colocation.Config) (*cgroups.FS, error) {
+func startRealAgent(ctx context.Context, rc *rest.Config, node string, cfg colocation.Config, profile translator.Profile) (*cgroups.FS, error) {
 	fsys, err := cgroups.Open("/sys/fs/cgroup", cgroups.Cgroupfs)
 	if err != nil {
 		return nil, fmt.Errorf("real node: %w", err)
@@ -66,7 +137,7 @@ func startRealAgent(ctx context.Context, rc *rest.Config, node string, cfg coloc
 		return nil, fmt.Errorf("real node: %w", err)
 	}
 	fsys.ProcRoot = "/proc"
-	o := colocation.Options{NodeName: node, Defaults: cfg, Profile: translator.Weft, FS: fsys, ProcRoot: "/proc",
+	o := colocation.Options{NodeName: node, Defaults: cfg, Profile: profile, FS: fsys, ProcRoot: "/proc",
 		Box: &colocation.Box{FS: fsys, Cores: cores}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, c := range cores {
 		o.NumCPU += len(c)
@@ -95,7 +166,9 @@ func allocatable(n *corev1.Node) colocation.Amount {
 // nodeMeter measures the real node on its own, as meter measures the
 // cluster (the usage model over the pods the API server has there, batch
 // CPU within the box's quota the agent wrote in the kernel), plus what
-// the kubelet made of its batch pods.
+// the kubelet and the kernel made of its batch pods: which ran, for how
+// long, under what quota of the box, and the CPU the box's cgroup
+// counted (cpuacct.usage, the kernel's own counter).
 type nodeMeter struct {
 	// Alloc is the node's allocatable; From, the scenario's Start.
 	Alloc colocation.Amount
@@ -105,23 +178,65 @@ type nodeMeter struct {
 	n                         int
 	onlineCPU, batchCPU, mem  float64
 	batchPods, running, quota int // the most seen at once; the quota's, in millicores
+	ran                       map[string]bool
+	containerTime             time.Duration // wall time, summed over the Running batch pods
+	runQuota                  [2]int64      // the least and most quota seen while one ran; -1 unbounded
+	box0, box1                time.Duration // the box's CPU usage at the first and last sample
 }
 
-// record adds a sample at at (the scenario's time): the node's load, its
-// batch pods and how many of them the kubelet reports Running, and the
-// box's CPU quota in millicores (-1 unbounded).
-func (m *nodeMeter) record(at time.Time, l load, batchPods, running int, quota int64) {
-	if at.Before(m.From) {
+// nodeSample is what is read of the real node at one sample.
+type nodeSample struct {
+	// At is the scenario's time; Step the wall time since the last
+	// sample.
+	At   time.Time
+	Step time.Duration
+	Load load
+	// Bound counts the batch pods bound there; Running names those the
+	// kubelet reports Running.
+	Bound   int
+	Running []string
+	// Quota is the box's CPU quota in millicores (-1 unbounded); BoxCPU
+	// the box's cgroup's CPU usage counter (0: not read).
+	Quota  int64
+	BoxCPU time.Duration
+}
+
+// record adds a sample.
+func (m *nodeMeter) record(x nodeSample) {
+	if x.At.Before(m.From) {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.n == 0 {
+		m.box0 = x.BoxCPU
+	}
 	m.n++
-	m.onlineCPU += float64(l.OnlineMilliCPU)
-	m.batchCPU += float64(l.BatchMilliCPU)
-	m.mem += float64(l.OnlineMemory + l.BatchMemory)
-	m.batchPods, m.running = max(m.batchPods, batchPods), max(m.running, running)
-	m.quota = max(m.quota, int(quota))
+	m.onlineCPU += float64(x.Load.OnlineMilliCPU)
+	m.batchCPU += float64(x.Load.BatchMilliCPU)
+	m.mem += float64(x.Load.OnlineMemory + x.Load.BatchMemory)
+	m.batchPods, m.running = max(m.batchPods, x.Bound), max(m.running, len(x.Running))
+	m.quota = max(m.quota, int(x.Quota))
+	m.box1 = x.BoxCPU
+	if len(x.Running) == 0 {
+		return
+	}
+	if m.ran == nil {
+		m.ran, m.runQuota = map[string]bool{}, [2]int64{x.Quota, x.Quota}
+	}
+	for _, name := range x.Running {
+		m.ran[name] = true
+	}
+	m.containerTime += time.Duration(len(x.Running)) * x.Step
+	m.runQuota = [2]int64{min(m.runQuota[0], x.Quota), max(m.runQuota[1], x.Quota)}
+}
+
+// Ran is how many batch pods were seen Running there, and their summed
+// running wall time.
+func (m *nodeMeter) Ran() (pods int, running time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ran), m.containerTime
 }
 
 // size is the node's allocatable as sim.Cluster.Extra takes it.
@@ -136,6 +251,24 @@ func (m *nodeMeter) String() string {
 		return "no samples"
 	}
 	n, cpu, mem := float64(m.n), float64(m.Alloc.MilliCPU), float64(m.Alloc.Memory)
-	return fmt.Sprintf("%dm CPU %.1f GiB allocatable; CPU avg online %.1f%% + batch %.1f%%, memory avg %.1f%%; at most %d batch pods bound, %d Running; box quota at most %dm",
+	out := fmt.Sprintf("%dm CPU %.1f GiB allocatable; CPU avg online %.1f%% + batch %.1f%%, memory avg %.1f%%; at most %d batch pods bound, %d Running; box quota at most %dm",
 		m.Alloc.MilliCPU, mem/(1<<30), 100*m.onlineCPU/n/cpu, 100*m.batchCPU/n/cpu, 100*m.mem/n/mem, m.batchPods, m.running, m.quota)
+	out += fmt.Sprintf("\n  real node's batch containers: %d ran, %.0f container-seconds (wall)", len(m.ran), m.containerTime.Seconds())
+	if len(m.ran) > 0 {
+		out += fmt.Sprintf(", the box's quota %dm–%dm while they ran", m.runQuota[0], m.runQuota[1])
+	}
+	return out + fmt.Sprintf("; the box's cgroup used %.1f CPU-seconds (cpuacct.usage)", (m.box1-m.box0).Seconds())
+}
+
+// published is what the real node's agent published on n, as the
+// periodic report prints it: its tide state, the reclaimed CPU and
+// memory weft-rm offers, and the node's use it measured (all processes,
+// of which the batch pods'; the rest is what it counts as online).
+func published(n *corev1.Node) string {
+	cpu, mem := n.Status.Allocatable[translator.ReclaimedCPU], n.Status.Allocatable[translator.ReclaimedMemory]
+	out := fmt.Sprintf("%s %s: reclaimed %dm %.1f GiB", n.Name, tide.StateOf(n), cpu.Value(), float64(mem.Value())/(1<<30))
+	if u, err := translator.ParseNodeUtilization(n.Annotations[translator.AnnotationUtilization]); err == nil {
+		out += fmt.Sprintf("; uses %dm (batch %dm, online %dm)", u.NodeMilliCPU, u.BatchMilliCPU, u.NodeMilliCPU-u.BatchMilliCPU)
+	}
+	return out
 }
