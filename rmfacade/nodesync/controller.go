@@ -2,9 +2,11 @@ package nodesync
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -23,8 +25,8 @@ var _ reconcile.Reconciler = (*Syncer)(nil)
 // updates its node in YARN's RM, and asks to be woken when what it read
 // goes stale on its own (a cooldown's end, an agent's heartbeat ageing).
 func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if err := s.waitSynced(ctx); err != nil {
-		return reconcile.Result{}, err
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+		return reconcile.Result{}, fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
 	}
 	after, err := s.syncNode(req.Name)
 	return reconcile.Result{RequeueAfter: after}, err

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -305,57 +304,26 @@ func cnrAllocatable(obj any) corev1.ResourceList {
 // have listed everything: the first pass, after which the allocator may
 // place containers; Reconcile keeps each node current after it.
 func (s *Syncer) Sync(ctx context.Context) error {
-	if err := s.waitSynced(ctx); err != nil {
-		return err
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+		return fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
 	}
 	nodeList, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
 	live := map[string]bool{}
-	var recs []*records.Node
 	for _, n := range nodeList {
 		live[s.nodeID(n.Name)] = true
-		rec, _, err := s.nodeRecord(n.Name)
-		if err != nil {
+		if _, err := s.syncNode(n.Name); err != nil {
 			return err
-		}
-		if rec != nil {
-			recs = append(recs, rec)
 		}
 	}
 	for _, n := range s.mgr.Snapshot().Nodes() {
 		if !live[n.ID] {
-			rec, _, err := s.nodeRecord(n.Host)
-			if err != nil {
+			if _, err := s.syncNode(n.Host); err != nil {
 				return err
 			}
-			if rec != nil {
-				recs = append(recs, rec)
-			}
 		}
-	}
-	// One transaction: a thousand nodes written one by one cost the
-	// first cycle after a start ~0.1 s (test/bench/binding).
-	return s.mgr.PutNodes(recs)
-}
-
-// waitSynced waits until the node and pod watches have listed once,
-// checking every 10ms rather than client-go's 100ms
-// (cache.WaitForCacheSync): the first sync gates the first scheduling
-// cycle after a start or a failover.
-func (s *Syncer) waitSynced(ctx context.Context) error {
-	synced := s.synced()
-	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		for _, f := range synced {
-			if !f() {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("nodes and pods not listed: %w", err)
 	}
 	return nil
 }
@@ -395,17 +363,6 @@ func podNode(obj any) ([]string, error) {
 // heartbeat or measurement ages past CapacityStaleAfter, a cooldown ends —
 // or zero.
 func (s *Syncer) syncNode(name string) (time.Duration, error) {
-	rec, after, err := s.nodeRecord(name)
-	if err != nil || rec == nil {
-		return 0, err
-	}
-	return after, s.mgr.PutNode(rec)
-}
-
-// nodeRecord is the YARN node a Kubernetes node is now (nil when there is
-// nothing to write) and how long until what was read of it goes stale on
-// its own (staleIn).
-func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 	id := s.nodeID(name)
 	prev := s.mgr.Snapshot().Node(id)
 	n, err := s.nodes.Get(name)
@@ -413,16 +370,16 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 		if prev != nil && prev.State != records.NodeLost {
 			lost := *prev
 			lost.State, lost.HealthReport = records.NodeLost, "node removed from the cluster"
-			return &lost, 0, nil
+			return 0, s.mgr.PutNode(&lost)
 		}
-		return nil, 0, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("node %s: %w", name, err)
+		return 0, fmt.Errorf("node %s: %w", name, err)
 	}
 	pods, err := s.podsOn(name)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	// Sums in bytes and millicores, converted once: rounding each pod to
 	// whole vcores would overstate what small pods hold.
@@ -475,7 +432,10 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 		rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
 			": the online load grew into the capacity Weft held"
 	}
-	return rec, s.staleIn(n, rec, instant), nil
+	if err := s.mgr.PutNode(rec); err != nil {
+		return 0, err
+	}
+	return s.staleIn(n, rec, instant), nil
 }
 
 // staleIn is how long until what was read of n no longer holds with no

@@ -379,35 +379,3 @@ func TestTideIndexAndPlacementVersion(t *testing.T) {
 		t.Errorf("nodes taken back at the end %v, want [n1]", got)
 	}
 }
-
-// A sync writes every node in one transaction, those the cluster no longer
-// has LOST among them: a start with thousands of nodes commits once.
-func TestSyncCommitsOnce(t *testing.T) {
-	mgr := newRM(t)
-	gone := &records.Node{ID: "gone:8041", Host: "gone", Port: 8041, State: records.NodeRunning}
-	if err := mgr.PutNode(gone); err != nil {
-		t.Fatal(err)
-	}
-	var commits, written int
-	cancel := mgr.Subscribe(func(_ *state.Snapshot, changes []state.Change) {
-		commits++
-		written += len(changes)
-	})
-	defer cancel()
-	snap := func() *state.Snapshot {
-		syncedSyncer(t, mgr, fake.NewClientset(node("a", true, nil), node("b", true, nil), node("c", false, nil)),
-			Options{ClusterID: "weft", Profile: translator.Plain, NMPort: 8041})
-		return mgr.Snapshot()
-	}()
-	if commits != 1 || written != 4 {
-		t.Errorf("%d commits writing %d records, want 1 writing 4 (a, b, c and the lost node)", commits, written)
-	}
-	if n := snap.Node("gone:8041"); n == nil || n.State != records.NodeLost {
-		t.Errorf("node gone from the cluster: %+v, want LOST", n)
-	}
-	for _, id := range []string{"a:8041", "b:8041", "c:8041"} {
-		if snap.Node(id) == nil {
-			t.Errorf("node %s not written", id)
-		}
-	}
-}

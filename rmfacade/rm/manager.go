@@ -393,22 +393,6 @@ func (m *Manager) PutNode(n *records.Node) error {
 	return m.store.Update(func(w *state.WriteTxn) error { return w.PutNode(n) })
 }
 
-// PutNodes records nodes in one transaction, as a resync of every node
-// does.
-func (m *Manager) PutNodes(nodes []*records.Node) error {
-	if len(nodes) == 0 {
-		return nil
-	}
-	return m.store.Update(func(w *state.WriteTxn) error {
-		for _, n := range nodes {
-			if err := w.PutNode(n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // Subscribe follows the store's committed changes (state.Store.Subscribe):
 // what the controllers acting on the RM's records are woken by.
 func (m *Manager) Subscribe(fn func(*state.Snapshot, []state.Change)) (cancel func()) {

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -165,14 +164,9 @@ func (b *Binder) Run(ctx context.Context) {
 }
 
 // WaitForSync waits until the watch has listed every pod once: before
-// that, a cycle would take bound pods' capacity for free. It checks every
-// 10ms, not client-go's 100ms (cache.WaitForCacheSync): it gates the first
-// cycle after a start.
+// that, a cycle would take bound pods' capacity for free.
 func (b *Binder) WaitForSync(ctx context.Context) bool {
-	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return b.informer.HasSynced(), nil
-	})
-	return err == nil
+	return cache.WaitForCacheSync(ctx.Done(), b.informer.HasSynced)
 }
 
 // Pods returns the pods waiting for a node and those holding one (bound,
