@@ -241,7 +241,8 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	maxMB, maxVCores := int64(8192), int64(4)
 	for _, m := range s.Batch.Mixes {
 		for _, z := range []sim.Size{m.AM, m.Worker} {
-			maxMB, maxVCores = max(maxMB, int64(z.MemoryGiB*1024)), max(maxVCores, z.MilliCPU/p.Profile.VCoreMilli())
+			r := resourceOf(z, p.Profile)
+			maxMB, maxVCores = max(maxMB, r.GetMemory()), max(maxVCores, int64(r.GetVirtualCores()))
 		}
 	}
 	addrs, err := e2e.FreeAddrs(3)
