@@ -4,9 +4,11 @@
 //
 // An online HTTP service (a fixed amount of SHA-256 work per request) runs
 // in a cgroup of its own (cpu.shares 1024) and is driven at a fixed
-// open-loop rate by the benchmark itself, which stays in the root cgroup;
-// latency runs from each request's scheduled send time, so a slow server
-// is not hidden by a slowed-down client. Each round has these phases,
+// open-loop rate by the benchmark itself, which stays in the root cgroup
+// of every hierarchy but cpuset, where -load-cpus binds it, in every
+// phase, to the CPUs the box takes first (tree.pinLoad says why); latency
+// runs from each request's scheduled send time, so a slow server is not
+// hidden by a slowed-down client. Each round has these phases,
 // measured the same way:
 //
 //   - solo: the online service alone;
@@ -39,7 +41,7 @@
 // that the next run removes).
 //
 //	go run ./test/bench/colocation [-duration 20s] [-rate 150] [-work 2ms] [-burners N] [-peak-window 10s]
-//		[-rounds 3] [-phases solo,box,plain] (or any of solo,box,box-quota,box-idle,box-idle-cpuset,plain) [-out result.json] [-trace-dir dir] [-v]
+//		[-rounds 3] [-load-cpus box] [-phases solo,box,plain] (or any of solo,box,box-quota,box-idle,box-idle-cpuset,plain) [-out result.json] [-trace-dir dir] [-v]
 package main
 
 import (
@@ -108,7 +110,7 @@ type options struct {
 	duration, warmup, work, peakWindow time.Duration
 	rate                               float64
 	burners, rounds                    int
-	out, traceDir                      string
+	out, traceDir, loadCPUs            string
 	phases                             []string
 	verbose                            bool
 }
@@ -137,6 +139,7 @@ func main() {
 	phases := flag.String("phases", strings.Join(defaultPhases, ","), "phases of each round, in order, of "+strings.Join(allPhases, ",")+": solo (required), box (the agent's default config), box-quota (without its cpuset), box-idle (cpuIdle, without cpuset), box-idle-cpuset (cpuIdle with the cpuset), plain")
 	flag.StringVar(&o.out, "out", "", "also write the numbers as JSON to this file")
 	flag.BoolVar(&o.verbose, "v", false, "print every agent reconcile")
+	flag.StringVar(&o.loadCPUs, "load-cpus", "box", "CPUs the load generator (this process) runs on in every phase: \"box\", those the box takes first (its highest core, which the box fills before any other); \"all\", unpinned; or a CPU list such as 1 or 2-3")
 	flag.StringVar(&o.traceDir, "trace-dir", "", "write every recorded request and agent reconcile of each phase as CSV into this directory")
 	flag.Parse()
 	o.phases = strings.Split(*phases, ",")
@@ -255,11 +258,15 @@ func run(o options) (err error) {
 	if err != nil {
 		return err
 	}
+	loadCPUs, err := t.pinLoad(o.loadCPUs, cores)
+	if err != nil {
+		return err
+	}
 	b := &bench{o: o, fs: cgfs, tree: t, url: url, numCPU: numCPU, online: online, batch: batch, serverPID: server.cmd.Process.Pid, cores: cores,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxInFlight, DisableCompression: true}}}
 	fmt.Printf("agent: DefaultConfig (CPU watermark %g%%, interval %s) with PeakWindow %s; allocatable %dm CPU, %d MiB\n",
 		cfg.CPUWatermark, cfg.Interval.Duration, cfg.PeakWindow.Duration, alloc.MilliCPU, alloc.Memory>>20)
-	fmt.Printf("each phase: %s warm-up, %s recorded; %d burners\n\n", o.warmup, o.duration, o.burners)
+	fmt.Printf("each phase: %s warm-up, %s recorded; %d burners; load generator on CPUs %s (-load-cpus %s)\n\n", o.warmup, o.duration, o.burners, loadCPUs, o.loadCPUs)
 
 	var all []phaseResult
 	for round := 1; round <= o.rounds; round++ {
@@ -1362,7 +1369,7 @@ type tree struct {
 	dirs []string // the hierarchies' directories, each once
 }
 
-var treeChildren = []string{"online", "batch"}
+var treeChildren = []string{"online", "batch", "load"}
 
 // hierarchyDir is the directory of a v1 controller's hierarchy: named
 // after it, or after a combination holding it ("cpu,cpuacct").
@@ -1463,6 +1470,43 @@ func (t *tree) attach(pid int, child string) error {
 		}
 	}
 	return nil
+}
+
+// pinLoad moves this process — the load generator, and the agent's code
+// it runs — into the tree's "load" cgroup of the cpuset hierarchy, bound
+// to the CPUs spec names (options.loadCPUs), and returns them; "all"
+// leaves it where it is. Only the cpuset hierarchy: its CPU time stays
+// in the root's accounts, the rest of the machine's (restCores).
+//
+// Why "box" by default: the online service's clients are elsewhere on a
+// real node, but here the generator shares the machine, and on two CPUs
+// the box's cpuset leaves online work one core that the generator would
+// share with the server. On the box's core it takes its CPU from the
+// batch burners instead (cpu.shares 1024 against the box's 2), and every
+// phase, solo included, has it in the same place. Its own delays still
+// count: latency runs from each request's scheduled send time.
+func (t *tree) pinLoad(spec string, cores []procstat.Core) (string, error) {
+	var cpus string
+	switch spec {
+	case "all":
+		return "all (unpinned)", nil
+	case "box":
+		cpus = procstat.FormatCPUList(procstat.FilledCores(cores, 1))
+	default:
+		cpus = spec
+	}
+	dir, ok := hierarchyDir("cpuset")
+	if !ok {
+		return "", errors.New("-load-cpus: no cgroup v1 cpuset hierarchy")
+	}
+	load := filepath.Join(dir, t.base, "load")
+	if err := writeFile(filepath.Join(load, "cpuset.cpus"), cpus); err != nil {
+		return "", fmt.Errorf("-load-cpus %q: %w", spec, err)
+	}
+	if err := writeFile(filepath.Join(load, "cgroup.procs"), strconv.Itoa(os.Getpid())); err != nil {
+		return "", fmt.Errorf("move the load generator into %s: %w", load, err)
+	}
+	return cpus, nil
 }
 
 // remove removes the tree bottom-up. Any process still in it (the

@@ -142,9 +142,14 @@ type held struct {
 	// takes no other, as the simulation's container (engine.complete)
 	// and a Spark executor told to go.
 	noticed bool
-	am      bool
-	task    float64 // simulated seconds; 0 when idle
-	end     time.Time
+	// byTide is set when the notice came while the node was being taken
+	// back (tidal): a tide's, even if the node is lent again by the time
+	// the kill is read (a pool flapping at its watermark does that
+	// within seconds on the compressed clock).
+	byTide bool
+	am     bool
+	task   float64 // simulated seconds; 0 when idle
+	end    time.Time
 }
 
 // am is one job's ApplicationMaster.
@@ -314,8 +319,14 @@ func (a *am) heartbeat(ctx context.Context) error {
 			continue
 		}
 		if h.task > 0 {
-			a.b.meter.killedTask(a.b.clock.Sim(time.Now()), killCause(st.GetExitStatus(), st.GetDiagnostics(), tidal(a.b.nodeState(h.node))))
+			at, state := a.b.clock.Sim(time.Now()), a.b.nodeState(h.node)
+			cause := killCause(st.GetExitStatus(), st.GetDiagnostics(), h.byTide || tidal(state))
+			a.b.meter.killedTask(at, cause)
 			a.todo = append(a.todo, h.task)
+			// Few enough to read one by one, and the only way to tell
+			// whose choice each was.
+			fmt.Printf("    kill %s  %s on %s (%s, noticed %t): %s; exit %d, %q\n", at.Format("15:04:05"), id, h.node, state, h.noticed, cause,
+				st.GetExitStatus(), st.GetDiagnostics())
 		}
 		if h.am {
 			a.amHeld = false
@@ -339,8 +350,9 @@ func (a *am) heartbeat(ctx context.Context) error {
 func (a *am) notice(msg *yarnpb.PreemptionMessageProto) {
 	for _, cs := range [][]*yarnpb.PreemptionContainerProto{msg.GetStrictContract().GetContainer(), msg.GetContract().GetContainer()} {
 		for _, c := range cs {
-			if h := a.held[wire.ContainerIDOf(c.GetId()).String()]; h != nil {
-				h.noticed = true
+			if h := a.held[wire.ContainerIDOf(c.GetId()).String()]; h != nil && !h.noticed {
+				h.noticed, h.byTide = true, tidal(a.b.nodeState(h.node))
+				a.b.meter.notice(a.b.clock.Sim(time.Now()))
 			}
 		}
 	}

@@ -257,16 +257,30 @@ func TestFakeKernel(t *testing.T) {
 
 // TestNoticedContainerTakesNoOtherTask: a container the RM names in a
 // PreemptionMessage finishes its task and is given back, as the
-// simulation's; the others keep taking tasks.
+// simulation's; the others keep taking tasks. The notice is counted once
+// however often the RM repeats it, and, given while its node was being
+// taken back, marks its kill as the tide's.
 func TestNoticedContainerTakesNoOtherTask(t *testing.T) {
 	app := records.ApplicationID{ClusterTimestamp: 1, ID: 1}
 	attempt := records.AttemptID{App: app, ID: 1}
 	told, kept := records.ContainerID{Attempt: attempt, ID: 2}, records.ContainerID{Attempt: attempt, ID: 3}
-	a := &am{mix: &sim.Mix{ReuseContainers: true}, todo: []float64{30, 30},
-		held: map[string]*held{told.String(): {id: told}, kept.String(): {id: kept}}}
+	now := time.Now()
+	b := &batch{meter: &meter{From: now.Add(-time.Hour)}, clock: clock{Wall0: now, Sim0: now, Hour: time.Minute},
+		nodeState: func(string) v1alpha1.NodeState { return v1alpha1.StateOfflineToOnline }}
+	a := &am{b: b, mix: &sim.Mix{ReuseContainers: true}, todo: []float64{30, 30},
+		held: map[string]*held{told.String(): {id: told, node: "n1"}, kept.String(): {id: kept, node: "n1"}}}
 	cs := []*yarnpb.PreemptionContainerProto{{Id: wire.ContainerID(told)}}
-	a.notice(&yarnpb.PreemptionMessageProto{StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs}})
+	msg := &yarnpb.PreemptionMessageProto{StrictContract: &yarnpb.StrictPreemptionContractProto{Container: cs},
+		Contract: &yarnpb.PreemptionContractProto{Container: cs}}
+	a.notice(msg)
+	a.notice(msg)
 	a.notice(nil)
+	if b.meter.noticed != 1 {
+		t.Errorf("%d notices counted, want 1", b.meter.noticed)
+	}
+	if !a.held[told.String()].byTide {
+		t.Error("a notice on a node being taken back is not marked as the tide's")
+	}
 	if a.reuses(a.held[told.String()]) {
 		t.Error("the noticed container takes another task")
 	}

@@ -16,9 +16,9 @@ import (
 // rmfacade/allocator's killDuePreemptions writes for both the tidal
 // controller's notice (tideNotices) and a queue's reclaim: the status
 // alone cannot tell them apart, so the container's node tells: one
-// being taken back from batch work (tidal, its tide state at the kill
-// OfflineToOnline or already Online) was a tide's kill, any other a
-// queue's preemption. At the same deadline weft-tide evicts the batch
+// being taken back from batch work (tidal, its tide state at the notice
+// or at the kill OfflineToOnline or already Online) was a tide's kill,
+// any other a queue's preemption. At the same deadline weft-tide evicts the batch
 // pods still on the node (scheduler/tide drive), racing the RM: a pod
 // deleted under its container on a tidal node (podsync: "Container's pod
 // was deleted", ABORTED) is the tide's kill too. The colocation agent's memory eviction

@@ -35,6 +35,19 @@ type meter struct {
 	samples          []sim.Sample
 	attempts, killed int
 	killedBy         map[string]int
+	// noticed counts the containers told to go (a tide's notice or a
+	// queue's reclaim), as sim.Result's Noticed plus Preempted.
+	noticed int
+}
+
+// notice counts a container told to go at at (the scenario's time).
+func (m *meter) notice(at time.Time) {
+	if at.Before(m.From) {
+		return
+	}
+	m.mu.Lock()
+	m.noticed++
+	m.mu.Unlock()
 }
 
 // record adds a sample at at (the scenario's time) of loads, one per
@@ -86,7 +99,7 @@ func (m *meter) count(at time.Time, cause string) {
 func (m *meter) result() *sim.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed, TasksKilledBy: maps.Clone(m.killedBy)}
+	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed, TasksKilledBy: maps.Clone(m.killedBy), Noticed: m.noticed}
 	for _, s := range m.samples {
 		if !s.At.Before(m.From) {
 			r.Samples = append(r.Samples, s)
