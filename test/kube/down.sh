@@ -77,9 +77,13 @@ for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   fi
 done
 if [ "${1:-}" = "--purge" ]; then
-  # The kubelet's root holds mounts of pods' volumes: unmount before removing.
-  if [ -d "$state/kubelet/root" ]; then
-    grep -o " $state/kubelet/root[^ ]*" /proc/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
-  fi
+  # The kubelet's root holds mounts of pods' volumes, and containerd's
+  # state the sandboxes' /dev/shm (left mounted when their shims are
+  # killed rather than stopped): unmount both, deepest first, before
+  # removing.
+  for d in "$state/kubelet/root" "$state/containerd"; do
+    [ -d "$d" ] || continue
+    grep -o " $d/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
+  done
   rm -rf "$state"
 fi
