@@ -233,7 +233,11 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		a.events.Eventf(&node, corev1.EventTypeNormal, ReasonRecovered, "colocation agent measures and enforces again (was: %s)", a.problem)
 		a.problem = ""
 	}
-	a.publish(ctx, &node, now, d.Offer, alloc, cfg, cooldownUntil, &u)
+	var held Amount
+	for _, b := range batch {
+		held.MilliCPU, held.Memory = held.MilliCPU+b.requested.MilliCPU, held.Memory+b.requested.Memory
+	}
+	a.publish(ctx, &node, now, d.Offer, held, alloc, cfg, cooldownUntil, &u)
 	a.opts.Metrics.observe(u, d, limits)
 	return reconcile.Result{RequeueAfter: interval}, nil
 }
@@ -390,18 +394,28 @@ func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, rea
 		a.problem = msg
 	}
 	a.hyst.Reset()
-	a.publish(ctx, node, now, Amount{}, Amount{}, a.opts.Defaults, time.Time{}, nil)
+	a.publish(ctx, node, now, Amount{}, Amount{}, Amount{}, a.opts.Defaults, time.Time{}, nil)
 }
 
 // publish writes offer into the Node's capacity and allocatable as the
 // profile's extended resources, so that the kubelet admits batch pods by
 // it and weft-rm schedules by it; and the heartbeat that says the number
 // is current, with the measurement u it came from (nil, blind: none).
-func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, alloc Amount, cfg Config, cooldownUntil time.Time, u *Usage) {
+//
+// What it writes is never less than held, what the node's batch pods
+// request (Published): the kubelet admits a pod against the number as it
+// is when the pod arrives, and one that weft-rm bound by the number
+// before a drop would be rejected (OutOf<resource>, its container lost
+// to its AM) though it takes nothing new. The drop itself is enforced at
+// once by the box; the number only stops new work, which a floor at
+// held does as well (no room left), as YARN leaves running containers
+// alone when a node's resource is updated below what they hold.
+func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, held, alloc Amount, cfg Config, cooldownUntil time.Time, u *Usage) {
 	bytes, milli := a.opts.Profile.Amounts(node.Status.Allocatable)
 	shown := Amount{MilliCPU: milli, Memory: bytes}
 	_, present := node.Status.Allocatable[a.opts.Profile.CPU]
 	value, changed := a.hyst.Next(offer, alloc, cfg.Hysteresis)
+	value = Published(value, held)
 	if changed || value != shown || !present {
 		list := map[corev1.ResourceName]resource.Quantity{
 			a.opts.Profile.CPU:    *resource.NewQuantity(value.MilliCPU, resource.DecimalSI),

@@ -190,14 +190,16 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			}
 
 			// Online work now takes 7 CPUs: the box shrinks to the least
-			// quota at once, nothing is offered, nothing evicted.
+			// quota at once, nothing new is offered — the node shows what
+			// its batch pod requests, so that the kubelet rejects no pod
+			// already bound, and no more (Published) — nothing evicted.
 			tree.SetUsage(low, cgroupstest.Usage{CPU: time.Second, Memory: uint64(gib)})
 			n.tick(7500 * time.Millisecond)
 			if q, _, _ := fs.CPUQuota("kubepods/besteffort"); q != time.Millisecond {
 				t.Errorf("box quota %s with online above the watermark, want 1ms", q)
 			}
-			if c, _, _ := n.published(); c != 0 {
-				t.Errorf("published %dm with online above the watermark", c)
+			if c, _, _ := n.published(); c != 1000 {
+				t.Errorf("published %dm with online above the watermark, want 1000m (the batch pod's request: no room)", c)
 			}
 			if e := n.event("Evict"); e != "" {
 				t.Errorf("evicted for CPU: %s", e)
@@ -205,8 +207,8 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			// The peak holds within the window though online falls back.
 			tree.SetUsage(low, cgroupstest.Usage{CPU: 1500 * time.Millisecond, Memory: uint64(gib)})
 			n.tick(time.Second)
-			if c, _, _ := n.published(); c != 0 {
-				t.Errorf("published %dm within the peak window", c)
+			if c, _, _ := n.published(); c != 1000 {
+				t.Errorf("published %dm within the peak window, want 1000m (no room)", c)
 			}
 		})
 	}
@@ -244,7 +246,9 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 		newBatchPod("low", "uid-low", records.TierLow, "1000", "2Gi", t0, "c0ffee"))
 	n.tick(0)
 	n.tick(time.Second)
-	if c, _, _ := n.published(); c == 0 {
+	// The three pods hold 3000m and 5 GiB: the node shows at least that.
+	const heldMilli, heldMem = 3000, 5 * gib
+	if c, _, _ := n.published(); c <= heldMilli {
 		t.Fatal("nothing offered before the pressure")
 	}
 
@@ -296,8 +300,8 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339, until); err != nil || !at.After(n.now) {
 		t.Errorf("cooldown until %q", until)
 	}
-	if c, m, _ := n.published(); c != 0 || m != 0 {
-		t.Errorf("offered %dm %d bytes while cooling down", c, m)
+	if c, m, _ := n.published(); c != heldMilli || m != heldMem {
+		t.Errorf("showed %dm %d bytes while cooling down, want what the pods hold, %dm %d (no room)", c, m, heldMilli, heldMem)
 	}
 
 	// The memory comes back as the pod ends; the agent restarts; the
@@ -307,12 +311,12 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	n.agent = n.newAgent()
 	n.tick(time.Second)
 	n.tick(time.Second)
-	if c, _, _ := n.published(); c != 0 {
-		t.Errorf("a restarted agent offers %dm during the cooldown", c)
+	if c, _, _ := n.published(); c != heldMilli {
+		t.Errorf("a restarted agent shows %dm during the cooldown, want %dm (no room)", c, heldMilli)
 	}
 	n.now = n.now.Add(5 * time.Minute)
 	n.tick(time.Second)
-	if c, _, _ := n.published(); c == 0 {
+	if c, _, _ := n.published(); c <= heldMilli {
 		t.Error("nothing offered after the cooldown")
 	}
 	if e := n.event(ReasonEvicted); e != "" {

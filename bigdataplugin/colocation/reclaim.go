@@ -11,6 +11,14 @@ type Amount struct {
 	Memory   int64
 }
 
+// Published is what a node shows of offer while its batch pods request
+// held: offer, but per resource never less than held (Agent.publish says
+// why). Room for new work, Published less held, is offer less held or
+// nothing, as with offer itself.
+func Published(offer, held Amount) Amount {
+	return Amount{MilliCPU: max(offer.MilliCPU, held.MilliCPU), Memory: max(offer.Memory, held.Memory)}
+}
+
 // Usage is one measurement of the node: what online work (every process
 // that is not a batch pod's: online pods, system daemons, the kubelet)
 // and batch work use.

@@ -422,7 +422,10 @@ func (s *Syncer) syncNode(name string) (time.Duration, error) {
 	held := sum{bytes: used.bytes + occupied.bytes, milli: used.milli + occupied.milli}
 	if s.opts.Cooldown > 0 && (held.bytes > capBytes || held.milli > capMilli) {
 		// The reclaimable capacity fell below what Weft and the others
-		// hold: the online load took capacity back.
+		// hold: the online load took capacity back. (Weft's own agent
+		// never shows less than its batch pods request — the kubelet
+		// would reject the pods bound before a drop — so with it this
+		// is the agents of the other profiles.)
 		rec.CooldownUntil = now + s.opts.Cooldown.Milliseconds()
 	}
 	switch {
