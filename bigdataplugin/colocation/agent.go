@@ -100,6 +100,10 @@ type Agent struct {
 	// evicted are the batch pods killed recently, by UID: their memory is
 	// on its way back and must not make more pods go.
 	evicted map[string]eviction
+	// loweringSince is when the number to publish fell below what the
+	// Node's allocatable shows (zero: it has not): the allocatable
+	// follows Config.LowerAfter later.
+	loweringSince time.Time
 }
 
 // eviction is a batch pod the agent killed: when, and the working set it
@@ -410,16 +414,40 @@ func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, rea
 // once by the box; the number only stops new work, which a floor at
 // held does as well (no room left), as YARN leaves running containers
 // alone when a node's resource is updated below what they hold.
+//
+// A fall reaches weft-rm first: the allocatable keeps what it shows for
+// Config.LowerAfter while translator.AnnotationLowering carries the new
+// number, by which weft-rm stops granting at once; the containers it
+// granted before become pods meanwhile, and the allocatable then falls to
+// what is offered or they request. Blind (u nil), it falls at once: fail
+// safe.
 func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, offer, held, alloc Amount, cfg Config, cooldownUntil time.Time, u *Usage) {
 	bytes, milli := a.opts.Profile.Amounts(node.Status.Allocatable)
 	shown := Amount{MilliCPU: milli, Memory: bytes}
 	_, present := node.Status.Allocatable[a.opts.Profile.CPU]
 	value, changed := a.hyst.Next(offer, alloc, cfg.Hysteresis)
 	value = Published(value, held)
-	if changed || value != shown || !present {
+	write, lowering := value, ""
+	if falls := present && (value.MilliCPU < shown.MilliCPU || value.Memory < shown.Memory); !falls || u == nil || cfg.LowerAfter.Duration <= 0 {
+		a.loweringSince = time.Time{}
+	} else {
+		if a.loweringSince.IsZero() {
+			a.loweringSince = now
+		}
+		if now.Sub(a.loweringSince) < cfg.LowerAfter.Duration {
+			write = Amount{MilliCPU: max(value.MilliCPU, shown.MilliCPU), Memory: max(value.Memory, shown.Memory)}
+			lowering = translator.Lowering{MilliCPU: value.MilliCPU, Memory: value.Memory}.String()
+		} else {
+			a.loweringSince = time.Time{}
+		}
+	}
+	if lowering != "" {
+		a.annotate(ctx, node, lowering) // first: weft-rm stops granting
+	}
+	if changed || write != shown || !present {
 		list := map[corev1.ResourceName]resource.Quantity{
-			a.opts.Profile.CPU:    *resource.NewQuantity(value.MilliCPU, resource.DecimalSI),
-			a.opts.Profile.Memory: *resource.NewQuantity(value.Memory, resource.BinarySI),
+			a.opts.Profile.CPU:    *resource.NewQuantity(write.MilliCPU, resource.DecimalSI),
+			a.opts.Profile.Memory: *resource.NewQuantity(write.Memory, resource.BinarySI),
 		}
 		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"capacity": list, "allocatable": list}})
 		if err := a.client.Status().Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -429,6 +457,9 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 			return
 		}
 		a.lastHeartbeat = time.Time{}
+	}
+	if lowering == "" {
+		a.annotate(ctx, node, "") // after: the allocatable has followed
 	}
 	a.opts.Metrics.Offered.WithLabelValues("cpu").Set(float64(value.MilliCPU))
 	a.opts.Metrics.Offered.WithLabelValues("memory").Set(float64(value.Memory))
@@ -451,6 +482,23 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 		return
 	}
 	a.lastHeartbeat = now
+}
+
+// annotate sets translator.AnnotationLowering on node to v, or removes
+// it for "", unless it is so already.
+func (a *Agent) annotate(ctx context.Context, node *corev1.Node, v string) {
+	if node.Annotations[translator.AnnotationLowering] == v {
+		return
+	}
+	var val any
+	if v != "" {
+		val = v
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{translator.AnnotationLowering: val}}})
+	if err := a.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		a.opts.Logger.Error("colocation: publish a falling reclaimable capacity", "err", err)
+		a.opts.Metrics.Errors.WithLabelValues("publish").Inc()
+	}
 }
 
 func setAnnotation(m map[string]string, k, v string) map[string]string {

@@ -106,6 +106,20 @@ func (n *node) published() (milli, bytes int64, ok bool) {
 	return c.Value(), m.Value(), ok
 }
 
+// lowering is the fall the agent told weft-rm of ahead of the
+// allocatable (translator.AnnotationLowering), if any.
+func (n *node) lowering() (translator.Lowering, bool) {
+	v, ok := n.node().Annotations[translator.AnnotationLowering]
+	if !ok {
+		return translator.Lowering{}, false
+	}
+	l, err := translator.ParseLowering(v)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return l, true
+}
+
 func (n *node) event(reason string) string {
 	for {
 		select {
@@ -190,16 +204,20 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			}
 
 			// Online work now takes 7 CPUs: the box shrinks to the least
-			// quota at once, nothing new is offered — the node shows what
-			// its batch pod requests, so that the kubelet rejects no pod
-			// already bound, and no more (Published) — nothing evicted.
+			// quota at once, nothing new is offered — weft-rm is told at
+			// once (the lowering annotation), the allocatable the kubelet
+			// admits by follows LowerAfter later, and never below what
+			// the batch pod requests (Published) — nothing evicted.
 			tree.SetUsage(low, cgroupstest.Usage{CPU: time.Second, Memory: uint64(gib)})
 			n.tick(7500 * time.Millisecond)
 			if q, _, _ := fs.CPUQuota("kubepods/besteffort"); q != time.Millisecond {
 				t.Errorf("box quota %s with online above the watermark, want 1ms", q)
 			}
-			if c, _, _ := n.published(); c != 1000 {
-				t.Errorf("published %dm with online above the watermark, want 1000m (the batch pod's request: no room)", c)
+			if l, ok := n.lowering(); !ok || l.MilliCPU != 1000 || l.Memory != wantMem {
+				t.Errorf("lowering %+v (%t) with online above the watermark, want 1000m (the batch pod's request: no room) %d", l, ok, wantMem)
+			}
+			if c, _, _ := n.published(); c != 4900 {
+				t.Errorf("allocatable %dm at the fall, want 4900m until LowerAfter has passed", c)
 			}
 			if e := n.event("Evict"); e != "" {
 				t.Errorf("evicted for CPU: %s", e)
@@ -207,8 +225,17 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			// The peak holds within the window though online falls back.
 			tree.SetUsage(low, cgroupstest.Usage{CPU: 1500 * time.Millisecond, Memory: uint64(gib)})
 			n.tick(time.Second)
+			if l, _ := n.lowering(); l.MilliCPU != 1000 {
+				t.Errorf("lowering to %dm within the peak window, want 1000m (no room)", l.MilliCPU)
+			}
+			for range 9 { // LowerAfter (10s) since the fall
+				n.tick(time.Second)
+			}
 			if c, _, _ := n.published(); c != 1000 {
-				t.Errorf("published %dm within the peak window, want 1000m (no room)", c)
+				t.Errorf("allocatable %dm after LowerAfter, want 1000m (the batch pod's request: no room)", c)
+			}
+			if l, ok := n.lowering(); ok {
+				t.Errorf("lowering %+v left once the allocatable followed", l)
 			}
 		})
 	}
@@ -300,8 +327,8 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339, until); err != nil || !at.After(n.now) {
 		t.Errorf("cooldown until %q", until)
 	}
-	if c, m, _ := n.published(); c != heldMilli || m != heldMem {
-		t.Errorf("showed %dm %d bytes while cooling down, want what the pods hold, %dm %d (no room)", c, m, heldMilli, heldMem)
+	if l, _ := n.lowering(); l.MilliCPU != heldMilli || l.Memory != heldMem {
+		t.Errorf("lowering to %dm %d bytes while cooling down, want what the pods hold, %dm %d (no room)", l.MilliCPU, l.Memory, heldMilli, heldMem)
 	}
 
 	// The memory comes back as the pod ends; the agent restarts; the
@@ -311,8 +338,8 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	n.agent = n.newAgent()
 	n.tick(time.Second)
 	n.tick(time.Second)
-	if c, _, _ := n.published(); c != heldMilli {
-		t.Errorf("a restarted agent shows %dm during the cooldown, want %dm (no room)", c, heldMilli)
+	if l, _ := n.lowering(); l.MilliCPU != heldMilli {
+		t.Errorf("a restarted agent lowers to %dm during the cooldown, want %dm (no room)", l.MilliCPU, heldMilli)
 	}
 	n.now = n.now.Add(5 * time.Minute)
 	n.tick(time.Second)

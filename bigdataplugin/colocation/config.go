@@ -39,6 +39,14 @@ type Config struct {
 	// the Node (default 5): the scheduler and the kubelet do not chase
 	// every sample. The box itself follows every sample.
 	Hysteresis float64 `json:"hysteresisPercent,omitempty"`
+	// LowerAfter is how long the Node's allocatable keeps a number that
+	// has fallen, while Weft's RM is told the new one at once
+	// (translator.AnnotationLowering) (default 10s): the containers it
+	// granted by the old number become pods within an AM's heartbeat
+	// (MapReduce's 1 s, Spark's 3 s) and the node plugin's start, and the
+	// kubelet admits them by the allocatable as it is when they arrive.
+	// The box follows the fall at once. 0 lowers both together.
+	LowerAfter metav1.Duration `json:"lowerAfter,omitempty"`
 	// Windows are the hours in which colocation is off or smaller on the
 	// node (分时).
 	Windows []Window `json:"windows,omitempty"`
@@ -83,7 +91,7 @@ type Window struct {
 func DefaultConfig() Config {
 	return Config{
 		Interval: metav1.Duration{Duration: time.Second}, CPUWatermark: 80, MemoryWatermark: 85, MemoryEvictionWatermark: 90,
-		PeakWindow: metav1.Duration{Duration: 2 * time.Minute}, Hysteresis: 5,
+		PeakWindow: metav1.Duration{Duration: 2 * time.Minute}, Hysteresis: 5, LowerAfter: metav1.Duration{Duration: 10 * time.Second},
 		WindowGrace: metav1.Duration{Duration: 10 * time.Minute}, Cooldown: metav1.Duration{Duration: 5 * time.Minute},
 		CPUSet: true,
 	}
@@ -136,7 +144,7 @@ func (c Config) Validate() error {
 	if c.Interval.Duration < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("interval %s is below 100ms", c.Interval.Duration))
 	}
-	for name, d := range map[string]time.Duration{"peakWindow": c.PeakWindow.Duration, "windowGrace": c.WindowGrace.Duration, "cooldown": c.Cooldown.Duration} {
+	for name, d := range map[string]time.Duration{"peakWindow": c.PeakWindow.Duration, "windowGrace": c.WindowGrace.Duration, "cooldown": c.Cooldown.Duration, "lowerAfter": c.LowerAfter.Duration} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
 		}

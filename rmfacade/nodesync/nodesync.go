@@ -255,7 +255,35 @@ func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList 
 		}
 		return cnrAllocatable(obj)
 	}
-	return n.Status.Allocatable
+	return lowered(n, s.opts.Profile)
+}
+
+// lowered is n's allocatable with the profile's reclaimed resources at
+// most what Weft's agent says they are falling to
+// (translator.AnnotationLowering): the RM stops granting by the old
+// number at once, while the kubelet still admits by it the pods of
+// containers granted before the fall.
+func lowered(n *corev1.Node, p translator.Profile) corev1.ResourceList {
+	v, ok := n.Annotations[translator.AnnotationLowering]
+	if !ok {
+		return n.Status.Allocatable
+	}
+	l, err := translator.ParseLowering(v)
+	if err != nil {
+		return n.Status.Allocatable // the agent's own; a bad one lowers nothing
+	}
+	out := n.Status.Allocatable.DeepCopy()
+	if q, ok := out[p.Memory]; ok && l.Memory < q.Value() {
+		out[p.Memory] = *resource.NewQuantity(l.Memory, q.Format)
+	}
+	if q, ok := out[p.CPU]; ok {
+		if p.CPUMilli && l.MilliCPU < q.Value() {
+			out[p.CPU] = *resource.NewQuantity(l.MilliCPU, q.Format)
+		} else if !p.CPUMilli && l.MilliCPU < q.MilliValue() {
+			out[p.CPU] = *resource.NewMilliQuantity(l.MilliCPU, q.Format)
+		}
+	}
+	return out
 }
 
 // utilization is the node agent's last measurement of n in YARN's units,

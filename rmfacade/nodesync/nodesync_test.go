@@ -379,3 +379,39 @@ func TestTideIndexAndPlacementVersion(t *testing.T) {
 		t.Errorf("nodes taken back at the end %v, want [n1]", got)
 	}
 }
+
+// A fall the agent announces (translator.AnnotationLowering) is what the
+// RM schedules by at once, while the Node's allocatable — the kubelet's —
+// still shows the old number; a rise in it, a bad value or another
+// profile's resource lowers nothing.
+func TestLoweredAllocatable(t *testing.T) {
+	alloc := corev1.ResourceList{translator.ReclaimedCPU: resource.MustParse("4000"), translator.ReclaimedMemory: resource.MustParse("8Gi"),
+		corev1.ResourceCPU: resource.MustParse("8")}
+	for _, tc := range []struct {
+		name, lowering   string
+		wantCPU, wantMem int64
+	}{
+		{"none", "", 4000, 8 << 30},
+		{"both fall", translator.Lowering{MilliCPU: 1000, Memory: 2 << 30}.String(), 1000, 2 << 30},
+		{"CPU falls, memory would rise", translator.Lowering{MilliCPU: 1500, Memory: 16 << 30}.String(), 1500, 8 << 30},
+		{"not a lowering", "{", 4000, 8 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &corev1.Node{Status: corev1.NodeStatus{Allocatable: alloc}}
+			if tc.lowering != "" {
+				n.Annotations = map[string]string{translator.AnnotationLowering: tc.lowering}
+			}
+			got := lowered(n, translator.Weft)
+			c, m := got[translator.ReclaimedCPU], got[translator.ReclaimedMemory]
+			if c.Value() != tc.wantCPU || m.Value() != tc.wantMem {
+				t.Errorf("reclaimed %s %s, want %d %d", c.String(), m.String(), tc.wantCPU, tc.wantMem)
+			}
+			if cpu := got[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("8")) != 0 {
+				t.Errorf("native cpu %s changed", cpu.String())
+			}
+			if q := n.Status.Allocatable[translator.ReclaimedCPU]; q.Value() != 4000 {
+				t.Errorf("the Node's own allocatable changed to %s", q.String())
+			}
+		})
+	}
+}

@@ -243,9 +243,11 @@ done`
 		n, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(n.Annotations).To(HaveKey(colocation.AnnotationCooldownUntil), "the node cools down")
-		// Nothing new offered while cooling down: the node shows no more
-		// than its batch pods request (the agent never shows less, so
-		// that the kubelet rejects no pod already bound: Published).
+		// Nothing new offered while cooling down: what weft-rm schedules
+		// by — the allocatable, or the fall the agent announced ahead of
+		// it (AnnotationLowering) — is no more than the node's batch
+		// pods request (never less either, so that the kubelet rejects
+		// no pod already bound: Published).
 		Eventually(func(g Gomega) {
 			pods, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -257,6 +259,13 @@ done`
 				}
 			}
 			c, _ := published(ctx)
+			n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			if v, ok := n.Annotations[translator.AnnotationLowering]; ok {
+				l, err := translator.ParseLowering(v)
+				g.Expect(err).NotTo(HaveOccurred())
+				c = min(c, l.MilliCPU)
+			}
 			g.Expect(c).To(BeNumerically("<=", held), "room offered while cooling down")
 		}).WithTimeout(10 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 

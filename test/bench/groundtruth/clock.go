@@ -61,7 +61,7 @@ type periods struct {
 	// wall time.
 	Tide v1alpha1.TidePoolSpec
 	// Agent is the node agent's configuration with its interval, peak
-	// window, window grace and cooldown in wall time.
+	// window, window grace, cooldown and LowerAfter in wall time.
 	Agent colocation.Config
 	// PreemptionGrace is weft-rm's --preemption-grace; NodeCooldown its
 	// --node-cooldown (5 simulated minutes, its default).
@@ -100,6 +100,7 @@ func scaled(s sim.Scenario, c clock) (periods, error) {
 	p.Agent.PeakWindow = *dur(s.Colocation.PeakWindow.Duration)
 	p.Agent.WindowGrace = *dur(s.Colocation.WindowGrace.Duration)
 	p.Agent.Cooldown = *dur(s.Colocation.Cooldown.Duration)
+	p.Agent.LowerAfter = *dur(s.Colocation.LowerAfter.Duration)
 	if p.Agent.Interval.Duration < minAgentInterval {
 		return periods{}, fmt.Errorf("the agent's interval of %s is %s of wall time, below the %s it accepts: compress less",
 			s.Intervals.Agent.Duration, p.Agent.Interval.Duration, minAgentInterval)
