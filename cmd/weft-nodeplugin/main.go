@@ -53,6 +53,7 @@ func main() {
 	flag.Float64Var(&d.Hysteresis, "hysteresis", d.Hysteresis, "percent of allocatable the reclaimable capacity must move before it is published again")
 	flag.DurationVar(&d.WindowGrace.Duration, "window-grace", d.WindowGrace.Duration, "no new batch work this long before a colocation window starts")
 	flag.DurationVar(&d.Cooldown.Duration, "eviction-cooldown", d.Cooldown.Duration, "no new batch work this long after an eviction")
+	flag.DurationVar(&d.LowerAfter.Duration, "lower-after", d.LowerAfter.Duration, "how long the Node's allocatable keeps a fallen reclaimed capacity while weft-rm schedules by the new one (weft.io/reclaimed-lowering), so that the kubelet admits the containers granted before the fall (0: both at once)")
 	flag.BoolVar(&d.CPUSet, "box-cpuset", d.CPUSet, "bind the big box to the whole physical cores its quota fills (hyper-thread siblings together), leaving the rest to online work; off where the kubelet's static CPU manager owns cpusets")
 	flag.BoolVar(&d.CPUIdle, "box-cpu-idle", d.CPUIdle, "put the big box in the kernel's idle scheduling class instead of the least CPU weight (conflicts with the kubelet's QoS cgroup updates)")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores (as weft-rm's)")
