@@ -110,5 +110,10 @@ func scaled(s sim.Scenario, c clock) (periods, error) {
 	p.Scale = c.Scale(s.Intervals.Scale.Duration)
 	p.Sample = c.Scale(s.Intervals.Sample.Duration)
 	p.Heartbeat = c.Scale(s.Intervals.Schedule.Duration)
+	// LowerAfter's default (10 s) covers YARN's AM heartbeat of a second
+	// or three; here an AM's allocate period is the simulation's
+	// scheduling interval, a minute, which the scaled default would not
+	// cover: the kubelet would reject what was granted before a fall.
+	p.Agent.LowerAfter.Duration = max(p.Agent.LowerAfter.Duration, 2*p.Heartbeat)
 	return p, p.Agent.Validate()
 }
