@@ -83,7 +83,7 @@ if [ "${1:-}" = "--purge" ]; then
   # removing.
   for d in "$state/kubelet/root" "$state/containerd"; do
     [ -d "$d" ] || continue
-    grep -o " $d[^ ]*" /proc/mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
+    { grep -o " $d[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
   done
   rm -rf "$state"
 fi
