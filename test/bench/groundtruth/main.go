@@ -177,7 +177,8 @@ func run(o options) (int, error) {
 	fmt.Printf("\nreal run: %d task attempts, %d killed, %d samples\n", real.TaskAttempts, real.TasksKilled, len(real.Samples))
 	// Where kills differ, what came before them: containers told to go
 	// (the real run cannot tell a tide's notice from a queue's in the
-	// PreemptionMessage; the node's state at the kill tells, killCause).
+	// PreemptionMessage; the node's state at the notice or the kill
+	// tells, killCause).
 	fmt.Printf("  containers told to go: simulated %d (%d by the tide, %d by a queue's reclaim; %d finished before the deadline), real %d\n",
 		rs[0].Noticed+rs[0].Preempted, rs[0].Noticed, rs[0].Preempted, rs[0].SavedByNotice, real.Noticed)
 	if o.realNode {
