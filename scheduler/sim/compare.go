@@ -58,7 +58,7 @@ func Compare(sim, real *Result) []Measure {
 
 // KillCauses are the causes the comparison breaks the kill rate into, in
 // its order.
-var KillCauses = []string{KillTide, KillPreemption, KillEviction, KillPodLost, KillAborted, KillOther}
+var KillCauses = []string{KillTide, KillPreemption, KillEviction, KillPodLost, KillAborted, KillRejected, KillOther}
 
 // CompareKills breaks both runs' kill rates down by cause: each row is the
 // tasks killed for it over all task attempts, in percent, so that the rows

@@ -42,9 +42,10 @@ func TestCompare(t *testing.T) {
 
 func TestCompareKills(t *testing.T) {
 	simulated := &Result{TaskAttempts: 1000, TasksKilled: 3, TasksKilledBy: map[string]int{KillTide: 2, KillEviction: 1}}
-	real := &Result{TaskAttempts: 2000, TasksKilled: 12, TasksKilledBy: map[string]int{KillTide: 4, KillPreemption: 6, KillPodLost: 2}}
+	real := &Result{TaskAttempts: 2000, TasksKilled: 14, TasksKilledBy: map[string]int{KillTide: 4, KillPreemption: 6, KillPodLost: 2, KillRejected: 2}}
 	ms := CompareKills(simulated, real)
-	want := map[string][2]float64{KillTide: {0.2, 0.2}, KillPreemption: {0, 0.3}, KillEviction: {0.1, 0}, KillPodLost: {0, 0.1}, KillAborted: {0, 0}, KillOther: {0, 0}}
+	want := map[string][2]float64{KillTide: {0.2, 0.2}, KillPreemption: {0, 0.3}, KillEviction: {0.1, 0}, KillPodLost: {0, 0.1}, KillAborted: {0, 0},
+		KillRejected: {0, 0.1}, KillOther: {0, 0}}
 	if len(ms) != len(want) {
 		t.Fatalf("%d rows, want %d", len(ms), len(want))
 	}

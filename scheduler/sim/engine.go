@@ -43,7 +43,11 @@ const (
 	// else.
 	KillPodLost = "pod lost"
 	KillAborted = "aborted"
-	KillOther   = "other"
+	// KillRejected is a pod the kubelet refused at admission
+	// (OutOf<resource>): the simulation places by the number the RM
+	// reads, which the kubelet's never lags.
+	KillRejected = "rejected"
+	KillOther    = "other"
 )
 
 type eventKind uint8

@@ -155,6 +155,9 @@ func TestKillCause(t *testing.T) {
 		{"pod deleted under it (podsync)", records.ExitAborted, "Container's pod was deleted", v1alpha1.StateOffline, sim.KillPodLost},
 		{"expired unused (podsync)", records.ExitAborted, "Container expired since it was unused", v1alpha1.StateOffline, sim.KillAborted},
 		{"of a completed attempt (podsync)", records.ExitAborted, "Container of a completed attempt", v1alpha1.StateOffline, sim.KillAborted},
+		{"refused by the kubelet at admission (podsync)", records.ExitPreempted,
+			"OutOfweft.io/reclaimed-cpu Pod was rejected: Node didn't have enough resource: weft.io/reclaimed-cpu, requested: 250, used: 250, capacity: 250",
+			v1alpha1.StateOfflineToOnline, sim.KillRejected},
 		{"failed in its pod", 1, "Error exit code 1", v1alpha1.StateOffline, sim.KillOther},
 		{"killed by RM", records.ExitKilledByRM, "", v1alpha1.StateOfflineToOnline, sim.KillOther},
 	} {

@@ -25,13 +25,17 @@ import (
 // (bigdataplugin/colocation) marks the pod with its "evicted by the
 // colocation agent" message before it kills it; podsync reports the
 // pod's outcome with it. A pod gone under its container (podsync:
-// "Container's pod was deleted", ABORTED) elsewhere is KillPodLost, another
+// "Container's pod was deleted", ABORTED) elsewhere is KillPodLost; one the
+// kubelet refused at admission (podsync reports its reason, "OutOf<resource>
+// Pod was rejected: …", as PREEMPTED) KillRejected; another
 // ABORTED (expired unused, of a completed attempt, dropped at an RM
 // restart) KillAborted.
 func killCause(exit int32, diag string, tidal bool) string {
 	switch {
 	case strings.Contains(diag, "evicted by the colocation agent"):
 		return sim.KillEviction
+	case strings.Contains(diag, "Pod was rejected"):
+		return sim.KillRejected
 	case exit == records.ExitPreempted && tidal:
 		return sim.KillTide
 	case exit == records.ExitPreempted:
