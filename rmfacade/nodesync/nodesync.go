@@ -263,9 +263,14 @@ func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList 
 // (translator.AnnotationLowering): the RM stops granting by the old
 // number at once, while the kubelet still admits by it the pods of
 // containers granted before the fall.
+//
+// Only for a profile whose capacity Weft's agent publishes (its
+// heartbeat, translator.AnnotationReclaimedAt): under another, the
+// Node's resources are not the agent's, and an annotation an agent of an
+// earlier deployment left behind must not lower them.
 func lowered(n *corev1.Node, p translator.Profile) corev1.ResourceList {
 	v, ok := n.Annotations[translator.AnnotationLowering]
-	if !ok {
+	if !ok || p.CapacityHeartbeat != translator.AnnotationReclaimedAt {
 		return n.Status.Allocatable
 	}
 	l, err := translator.ParseLowering(v)

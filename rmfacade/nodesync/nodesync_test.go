@@ -401,6 +401,12 @@ func TestLoweredAllocatable(t *testing.T) {
 			if tc.lowering != "" {
 				n.Annotations = map[string]string{translator.AnnotationLowering: tc.lowering}
 			}
+			// The plain profile schedules by the native resources, which
+			// the agent's annotation (one left by an agent of an earlier
+			// deployment) never lowers.
+			if q := lowered(n, translator.Plain)[corev1.ResourceCPU]; q.Cmp(resource.MustParse("8")) != 0 {
+				t.Errorf("plain profile's cpu lowered to %s", q.String())
+			}
 			got := lowered(n, translator.Weft)
 			c, m := got[translator.ReclaimedCPU], got[translator.ReclaimedMemory]
 			if c.Value() != tc.wantCPU || m.Value() != tc.wantMem {
