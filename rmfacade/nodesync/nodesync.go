@@ -277,16 +277,15 @@ func lowered(n *corev1.Node, p translator.Profile) corev1.ResourceList {
 	if err != nil {
 		return n.Status.Allocatable // the agent's own; a bad one lowers nothing
 	}
+	// In the agent's own units (colocation.Agent.publish): bytes, and
+	// CPU as an integer count of millicores.
+	bytes, milli := p.Amounts(n.Status.Allocatable)
 	out := n.Status.Allocatable.DeepCopy()
-	if q, ok := out[p.Memory]; ok && l.Memory < q.Value() {
-		out[p.Memory] = *resource.NewQuantity(l.Memory, q.Format)
+	if _, ok := out[p.Memory]; ok && l.Memory < bytes {
+		out[p.Memory] = *resource.NewQuantity(l.Memory, resource.BinarySI)
 	}
-	if q, ok := out[p.CPU]; ok {
-		if p.CPUMilli && l.MilliCPU < q.Value() {
-			out[p.CPU] = *resource.NewQuantity(l.MilliCPU, q.Format)
-		} else if !p.CPUMilli && l.MilliCPU < q.MilliValue() {
-			out[p.CPU] = *resource.NewMilliQuantity(l.MilliCPU, q.Format)
-		}
+	if _, ok := out[p.CPU]; ok && l.MilliCPU < milli {
+		out[p.CPU] = *resource.NewQuantity(l.MilliCPU, resource.DecimalSI)
 	}
 	return out
 }

@@ -252,11 +252,9 @@ done`
 			pods, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 			g.Expect(err).NotTo(HaveOccurred())
 			var held int64
-			for _, p := range pods.Items {
-				for _, ct := range p.Spec.Containers {
-					q := ct.Resources.Requests[translator.ReclaimedCPU]
-					held += q.Value()
-				}
+			for i := range pods.Items {
+				_, milli := translator.Weft.PodAmounts(&pods.Items[i])
+				held += milli
 			}
 			c, _ := published(ctx)
 			n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
