@@ -591,6 +591,7 @@ func (e *engine) tide() {
 		n := e.byName[name]
 		e.move(n, v1alpha1.StateOfflineToOnline)
 		n.deadline = e.now.Add(notice)
+		e.r.TakenBack++
 		e.r.Noticed += len(n.conts)
 		for _, c := range n.conts {
 			c.noticed = true

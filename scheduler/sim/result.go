@@ -48,8 +48,10 @@ type Result struct {
 	// wait.
 	OnlinePendingMax int
 	OnlineWaitMax    time.Duration
-	// Transitions are tide state changes.
-	Transitions int
+	// Transitions are tide state changes; TakenBack, the nodes the tide
+	// started to take back from batch work (Offline → OfflineToOnline),
+	// whose containers are the Noticed.
+	Transitions, TakenBack int
 	// HotPercent is the share of samples of nodes running online
 	// replicas in which the node's CPU was more than 90% busy: where
 	// batch work beside online work leaves it no headroom, and its

@@ -463,7 +463,7 @@ func batchUses(pods []*corev1.Pod, uses *sync.Map) []batchUse {
 	var out []batchUse
 	for _, p := range pods {
 		v, ok := uses.Load(p.Name)
-		if !ok || p.DeletionTimestamp != nil {
+		if !ok || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			continue
 		}
 		u := v.(batchUse)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
@@ -514,5 +516,55 @@ func TestPublished(t *testing.T) {
 	n.Status.Allocatable = nil
 	if got, want := published(n), "vm Offline: reclaimed 0m 0.0 GiB"; got != want {
 		t.Errorf("not published yet: got %s, want %s", got, want)
+	}
+}
+
+// TestEvictedEnder: a pod the agent evicted on a kwok node fails as the
+// kubelet would fail it (its containers exit 137), once; the RM's reading
+// of it (translator.PodOutcome) is a PREEMPTED container whose
+// diagnostics name the agent, which the comparison counts as an eviction.
+// Pods not so marked, or no longer running, are left alone.
+func TestEvictedEnder(t *testing.T) {
+	ctx := t.Context()
+	msg := "memory pressure: …; evicted by the colocation agent of node kwok-node-0001 (tier low, working set 1024 MiB)"
+	running := func(name string, conds ...corev1.PodCondition) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jobsNS, UID: types.UID(name)},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: conds, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "task", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}}}
+	}
+	agents := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: colocation.ReasonEvicted, Message: msg}
+	others := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}
+	evicted, preempted, plain := running("evicted", agents), running("preempted", others), running("plain")
+	cl := fake.NewClientset(evicted, preempted, plain)
+	e := newEvictedEnder(cl)
+	for range 2 {
+		e.end(ctx, []*corev1.Pod{evicted, preempted, plain})
+	}
+	if e.Ended != 1 {
+		t.Errorf("ended %d pods, want 1 (once)", e.Ended)
+	}
+	for _, name := range []string{"preempted", "plain"} {
+		p, err := cl.CoreV1().Pods(jobsNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("%s: phase %s, want it left Running", name, p.Status.Phase)
+		}
+	}
+	p, err := cl.CoreV1().Pods(jobsNS).Get(ctx, "evicted", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodFailed || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Terminated == nil ||
+		p.Status.ContainerStatuses[0].State.Terminated.ExitCode != 137 || !evictedByAgent(p) {
+		t.Fatalf("evicted pod's status: %+v, want Failed, its container terminated 137, the agent's condition kept", p.Status)
+	}
+	exit, diag, state := translator.PodOutcome(p)
+	if state != records.ContainerComplete || exit != records.ExitPreempted {
+		t.Errorf("the RM reads the evicted pod as %v exit %d, want complete, PREEMPTED", state, exit)
+	}
+	if got := killCause(exit, diag, false); got != sim.KillEviction {
+		t.Errorf("kill cause of %q: %q, want %q", diag, got, sim.KillEviction)
 	}
 }

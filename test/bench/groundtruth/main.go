@@ -77,6 +77,10 @@ type options struct {
 	keep                    bool
 	logs                    string
 	realNode                bool
+	// notice, when set, replaces the TidePool's notice in the scenario
+	// both runs play; simOnly stops after the simulation.
+	notice  time.Duration
+	simOnly bool
 }
 
 func main() {
@@ -91,6 +95,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the control plane up")
 	flag.StringVar(&o.logs, "logs", "", "keep weft-rm's, weft-tide's and kwok's logs in this directory")
 	flag.BoolVar(&o.realNode, "real-node", false, "add this machine's kubelet and containerd as a node of the pool, with the colocation agent over the kernel's cgroups")
+	flag.DurationVar(&o.notice, "notice", 0, "the tide's notice in simulated time, for both runs (default: the scenario's)")
+	flag.BoolVar(&o.simOnly, "sim-only", false, "simulate the shrunk scenario and stop: no real run")
 	flag.Parse()
 	off, err := run(o)
 	if err != nil {
@@ -112,6 +118,9 @@ func run(o options) (int, error) {
 		}
 	}
 	s = shrink(s, o.nodes, o.from, o.hours, o.warm)
+	if o.notice > 0 {
+		s.Tide.Notice = &metav1.Duration{Duration: o.notice}
+	}
 	if err := s.Validate(); err != nil {
 		return 0, err
 	}
@@ -144,10 +153,16 @@ func run(o options) (int, error) {
 	var rs []*sim.Result
 	// With the real node, the simulated cluster has it too, at its
 	// allocatable, known once the kubelet has registered: simulated after.
-	if !o.realNode {
+	if !o.realNode || o.simOnly {
 		if rs, err = simulate(); err != nil {
 			return 0, err
 		}
+	}
+	if o.simOnly {
+		r := rs[0]
+		fmt.Printf("\n%d task attempts, %d killed (%v), %d told to go by the tide (%d nodes taken back), %d by a queue, %d finished before the deadline\n",
+			r.TaskAttempts, r.TasksKilled, r.TasksKilledBy, r.Noticed, r.TakenBack, r.Preempted, r.SavedByNotice)
+		return 0, nil
 	}
 
 	wall := o.hour * time.Duration((s.Duration.Duration+s.WarmUp.Duration)/time.Hour+1)
@@ -181,6 +196,8 @@ func run(o options) (int, error) {
 	// tells, killCause).
 	fmt.Printf("  containers told to go: simulated %d (%d by the tide, %d by a queue's reclaim; %d finished before the deadline), real %d\n",
 		rs[0].Noticed+rs[0].Preempted, rs[0].Noticed, rs[0].Preempted, rs[0].SavedByNotice, real.Noticed)
+	fmt.Printf("  tide: simulated %d transitions, %d nodes taken back; real %d, %d\n",
+		rs[0].Transitions, rs[0].TakenBack, real.Transitions, real.TakenBack)
 	if o.realNode {
 		// In both runs' measures (sim.Cluster.Extra), and on its own.
 		fmt.Printf("  real node: %s\n", realNode)
@@ -318,11 +335,20 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	if err := podInf.AddIndexers(cache.Indexers{"node": func(o any) ([]string, error) { return []string{o.(*corev1.Pod).Spec.NodeName}, nil }}); err != nil {
 		return nil, nil, err
 	}
+	m := &meter{Total: s.Cluster.Total(), From: s.Start.Time}
+	// The tide's moves, as the simulation counts them (from the clock's
+	// start on; the meter keeps the window's).
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
+		if from, to := tide.StateOf(old.(*corev1.Node)), tide.StateOf(cur.(*corev1.Node)); from != to && to != "" {
+			m.transition(c.Sim(time.Now()), to)
+		}
+	}}); err != nil {
+		return nil, nil, err
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
 		return nil, nil, ctx.Err()
 	}
-	m := &meter{Total: s.Cluster.Total(), From: s.Start.Time}
 	if realMeter != nil {
 		m.Total.MilliCPU += realMeter.Alloc.MilliCPU
 		m.Total.Memory += realMeter.Alloc.Memory
@@ -372,16 +398,19 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	)
 	if realKernel != nil {
 		goRun(func() error {
-			return runNode(ctx, realKernel, nil, tick, onNode(realKernel.name), b.uses, func(l load) {
+			return runNode(ctx, realKernel, nil, tick, onNode(realKernel.name), b.uses, nil, func(l load) {
 				loadMu.Lock()
 				realLoad, realQuota = l, realKernel.quota
 				loadMu.Unlock()
 			})
 		})
 	}
+	// The real node's kubelet ends the pods its agent evicts; the kwok
+	// nodes' double does.
+	kubelet := newEvictedEnder(cl)
 	for i, k := range kernels {
 		goRun(func() error {
-			return runNode(ctx, k, agents[i], tick, onNode(k.name), b.uses, func(l load) {
+			return runNode(ctx, k, agents[i], tick, onNode(k.name), b.uses, kubelet, func(l load) {
 				loadMu.Lock()
 				loads[i] = l
 				loadMu.Unlock()
@@ -438,6 +467,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	cancel()
 	wg.Wait()
+	fmt.Printf("\nthe agents' memory evictions on kwok nodes: %d pods ended\n", kubelet.Ended)
 	return m.result(), realMeter, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/scheduler/sim"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 )
 
 // load is what one node uses at an instant, as its cgroups and /proc say
@@ -38,16 +39,33 @@ type meter struct {
 	// noticed counts the containers told to go (a tide's notice or a
 	// queue's reclaim), as sim.Result's Noticed plus Preempted.
 	noticed int
+	// transitions and takenBack count tide moves as sim.Result's.
+	transitions, takenBack int
 }
 
 // notice counts a container told to go at at (the scenario's time).
-func (m *meter) notice(at time.Time) {
+func (m *meter) notice(at time.Time) { m.tally(at, func() { m.noticed++ }) }
+
+// transition counts a node's move to tide state to at at: as the
+// simulation's Transitions, and its TakenBack when the tide starts to
+// take the node back from batch work.
+func (m *meter) transition(at time.Time, to v1alpha1.NodeState) {
+	m.tally(at, func() {
+		m.transitions++
+		if to == v1alpha1.StateOfflineToOnline {
+			m.takenBack++
+		}
+	})
+}
+
+// tally runs add under the meter's lock if at is in the measured window.
+func (m *meter) tally(at time.Time, add func()) {
 	if at.Before(m.From) {
 		return
 	}
 	m.mu.Lock()
-	m.noticed++
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	add()
 }
 
 // record adds a sample at at (the scenario's time) of loads, one per
@@ -79,27 +97,25 @@ func (m *meter) killedTask(at time.Time, cause string) {
 // count counts an attempt started when cause is empty, else one killed
 // for cause.
 func (m *meter) count(at time.Time, cause string) {
-	if at.Before(m.From) {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cause == "" {
-		m.attempts++
-		return
-	}
-	m.killed++
-	if m.killedBy == nil {
-		m.killedBy = map[string]int{}
-	}
-	m.killedBy[cause]++
+	m.tally(at, func() {
+		if cause == "" {
+			m.attempts++
+			return
+		}
+		m.killed++
+		if m.killedBy == nil {
+			m.killedBy = map[string]int{}
+		}
+		m.killedBy[cause]++
+	})
 }
 
 // result is the run's sim.Result over the samples from From on.
 func (m *meter) result() *sim.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed, TasksKilledBy: maps.Clone(m.killedBy), Noticed: m.noticed}
+	r := &sim.Result{Policy: "real", TaskAttempts: m.attempts, TasksKilled: m.killed, TasksKilledBy: maps.Clone(m.killedBy), Noticed: m.noticed,
+		Transitions: m.transitions, TakenBack: m.takenBack}
 	for _, s := range m.samples {
 		if !s.At.Before(m.From) {
 			r.Samples = append(r.Samples, s)

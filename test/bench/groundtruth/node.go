@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -226,7 +229,7 @@ func startAgent(ctx context.Context, rc *rest.Config, k *fakeKernel, cfg colocat
 // whose agent runs under its own controller), and keeps the node's
 // latest load in out.
 func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duration, onNode func() []*corev1.Pod, uses *sync.Map,
-	out func(load)) error {
+	kubelet *evictedEnder, out func(load)) error {
 	due := time.Now()
 	for {
 		select {
@@ -235,6 +238,9 @@ func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duratio
 		case <-time.After(tick):
 		}
 		pods := onNode()
+		if kubelet != nil {
+			kubelet.end(ctx, pods)
+		}
 		online := 0
 		for _, p := range pods {
 			if p.Namespace == onlineNS && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -255,4 +261,81 @@ func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duratio
 		}
 		due = k.last.Add(max(res.RequeueAfter, minAgentInterval))
 	}
+}
+
+// evictedEnder is a kwok node's kubelet where the agent's memory eviction
+// meets it. The agent marks a pod it evicts (a DisruptionTarget condition
+// of reason colocation.ReasonEvicted) and then SIGKILLs the processes in
+// the pod's cgroup; a kwok pod has none, so the kill reaches nothing, and
+// kwok would keep the pod Running. A real kubelet sees its containers
+// exit 137 and, restartPolicy Never, the pod fail: the ender does that to
+// each pod so marked, once, and the RM reports the container as it would
+// on a real node (PREEMPTED with the agent's message).
+type evictedEnder struct {
+	client kubernetes.Interface
+	mu     sync.Mutex
+	ended  map[types.UID]bool
+	// Ended counts the pods ended.
+	Ended int
+}
+
+func newEvictedEnder(cl kubernetes.Interface) *evictedEnder {
+	return &evictedEnder{client: cl, ended: map[types.UID]bool{}}
+}
+
+func (e *evictedEnder) end(ctx context.Context, pods []*corev1.Pod) {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning || !evictedByAgent(p) {
+			continue
+		}
+		e.mu.Lock()
+		done := e.ended[p.UID]
+		e.ended[p.UID] = true
+		e.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := e.fail(ctx, p); err != nil {
+			fmt.Fprintf(os.Stderr, "groundtruth: end evicted pod %s/%s: %v\n", p.Namespace, p.Name, err)
+			e.mu.Lock()
+			delete(e.ended, p.UID) // the next tick tries again
+			e.mu.Unlock()
+			continue
+		}
+		e.mu.Lock()
+		e.Ended++
+		e.mu.Unlock()
+	}
+}
+
+// fail writes what the kubelet does when a pod's processes were killed:
+// each running container terminated by SIGKILL (exit 137), the pod
+// Failed. The agent's condition stays.
+func (e *evictedEnder) fail(ctx context.Context, p *corev1.Pod) error {
+	now := metav1.Now()
+	var statuses []map[string]any
+	for _, cs := range p.Status.ContainerStatuses {
+		started := now
+		if r := cs.State.Running; r != nil {
+			started = r.StartedAt
+		}
+		statuses = append(statuses, map[string]any{"name": cs.Name, "ready": false, "state": corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", StartedAt: started, FinishedAt: now}}})
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"phase": corev1.PodFailed, "containerStatuses": statuses}})
+	if err != nil {
+		return err
+	}
+	_, err = e.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+// evictedByAgent reports whether the colocation agent evicted p.
+func evictedByAgent(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == colocation.ReasonEvicted {
+			return true
+		}
+	}
+	return false
 }
