@@ -54,6 +54,9 @@ type options struct {
 	burst, parallelism  int
 	keep                bool
 	logs, only          string
+	// weftArgs are more of weft-rm's flags, space-separated: what a run
+	// tries against the defaults (e.g. --gc-percent 100).
+	weftArgs string
 	// profiles, when set, is where weft-rm (run with --profiling) leaves
 	// a CPU profile of each round's first seconds.
 	profiles string
@@ -71,6 +74,7 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
 	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
+	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first 5 s in this directory")
@@ -112,9 +116,10 @@ leaderElection:
 			args: func(dir string) []string {
 				// Plain: kwok nodes have no colocation agent to publish
 				// reclaimed capacity; their allocatable is the capacity.
-				return []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--profile", "plain", "--data-dir", dir,
+				args := []string{"--kubeconfig", cluster.Kubeconfig, "--local-node=false", "--profile", "plain", "--data-dir", dir,
 					"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0", "--webapp-address", "127.0.0.1:0",
 					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst), "--bind-parallelism", fmt.Sprint(o.parallelism)}
+				return append(args, strings.Fields(o.weftArgs)...)
 			}(filepath.Join(work, "weft-data"))},
 	}
 

@@ -32,7 +32,13 @@
 // pods on each node as the API server has them, by the usage model, with
 // batch CPU as the kernel double let it run (measure.go).
 //
-//	go run ./test/bench/groundtruth [-config scheduler/sim/testdata/day.yaml] [-nodes 6] [-hour 2m] [-from 1h] [-hours 5h] [-warm-up 1h]
+//	go run ./test/bench/groundtruth [-config scheduler/sim/testdata/day.yaml] [-nodes 6] [-hour 2m] [-from 1h] [-hours 5h] [-warm-up 1h] [-notice 10m] [-real-node] [-sim-only]
+//
+// The kill rate is a count of events: compared within 15% it needs many
+// (at 100 kills a run, Poisson's spread alone is 10%). The default day's
+// 10-minute notice leaves a handful in a few hours of a dozen nodes;
+// `make sim-truth` runs 24 nodes over 12 hours with a 2-minute notice,
+// about 150 kills a run.
 package main
 
 import (
