@@ -275,20 +275,26 @@ func pairedMedian(a, b []result) float64 {
 	for i := range min(len(a), len(b)) {
 		ratios = append(ratios, a[i].rate()/b[i].rate())
 	}
-	if len(ratios) == 0 {
-		return 0
-	}
-	sort.Float64s(ratios)
-	return ratios[len(ratios)/2]
+	return middle(ratios)
 }
 
+// median is the rounds' median rate.
 func median(rs []result) float64 {
 	rates := make([]float64, len(rs))
 	for i, r := range rs {
 		rates[i] = r.rate()
 	}
-	sort.Float64s(rates)
-	return rates[len(rates)/2]
+	return middle(rates)
+}
+
+// middle sorts v and returns its middle value (the upper one of an even
+// count), 0 for none.
+func middle(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 // measure creates the pods in a fresh namespace, starts the scheduler,

@@ -540,8 +540,8 @@ func TestEvictedEnder(t *testing.T) {
 	for range 2 {
 		e.end(ctx, []*corev1.Pod{evicted, preempted, plain})
 	}
-	if e.Ended != 1 {
-		t.Errorf("ended %d pods, want 1 (once)", e.Ended)
+	if n := e.count(); n != 1 {
+		t.Errorf("ended %d pods, want 1 (once)", n)
 	}
 	for _, name := range []string{"preempted", "plain"} {
 		p, err := cl.CoreV1().Pods(jobsNS).Get(ctx, name, metav1.GetOptions{})

@@ -473,7 +473,7 @@ func realRun(ctx context.Context, f *kwokfleet.Fleet, s *sim.Scenario, o options
 	}
 	cancel()
 	wg.Wait()
-	fmt.Printf("\nthe agents' memory evictions on kwok nodes: %d pods ended\n", kubelet.Ended)
+	fmt.Printf("\nthe agents' memory evictions on kwok nodes: %d pods ended\n", kubelet.count())
 	return m.result(), realMeter, nil
 }
 

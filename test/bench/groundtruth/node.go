@@ -274,9 +274,8 @@ func runNode(ctx context.Context, k *fakeKernel, a *nodeAgent, tick time.Duratio
 type evictedEnder struct {
 	client kubernetes.Interface
 	mu     sync.Mutex
-	ended  map[types.UID]bool
-	// Ended counts the pods ended.
-	Ended int
+	// ended holds the pods ended, and those being ended.
+	ended map[types.UID]bool
 }
 
 func newEvictedEnder(cl kubernetes.Interface) *evictedEnder {
@@ -300,12 +299,16 @@ func (e *evictedEnder) end(ctx context.Context, pods []*corev1.Pod) {
 			e.mu.Lock()
 			delete(e.ended, p.UID) // the next tick tries again
 			e.mu.Unlock()
-			continue
 		}
-		e.mu.Lock()
-		e.Ended++
-		e.mu.Unlock()
 	}
+}
+
+// count is how many pods were ended (all of them once no end is under
+// way).
+func (e *evictedEnder) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.ended)
 }
 
 // fail writes what the kubelet does when a pod's processes were killed:
