@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -174,13 +176,35 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// StateDir is where up.sh keeps the cluster's state and its processes'
+// pid files (WEFT_KUBE_STATE, default under Cache).
+func StateDir() string {
+	if state := os.Getenv("WEFT_KUBE_STATE"); state != "" {
+		return state
+	}
+	return filepath.Join(Cache(), "kube")
+}
+
+// ControlPlanePIDs are the running control plane's processes up.sh
+// started (etcd, kube-apiserver, kube-controller-manager, and
+// kube-scheduler, kubelet, containerd when it started them), by name.
+func ControlPlanePIDs() map[string]int {
+	pids := map[string]int{}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "containerd"} {
+		b, err := os.ReadFile(filepath.Join(StateDir(), name+".pid"))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && syscall.Kill(pid, 0) == nil {
+			pids[name] = pid
+		}
+	}
+	return pids
+}
+
 // ContainerdAddress is the socket of the node's containerd.
 func ContainerdAddress() string {
-	state := os.Getenv("WEFT_KUBE_STATE")
-	if state == "" {
-		state = filepath.Join(Cache(), "kube")
-	}
-	return filepath.Join(state, "containerd", "containerd.sock")
+	return filepath.Join(StateDir(), "containerd", "containerd.sock")
 }
 
 // KillContainers ends every container of pod at once with SIGKILL through

@@ -24,11 +24,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,6 +66,9 @@ type options struct {
 	// profiles, when set, is where weft-rm (run with --profiling) leaves
 	// a CPU profile of each round's first seconds.
 	profiles string
+	// profileSeconds is how long, from weft-rm's start, its CPU profile
+	// runs; a round waits for it before stopping weft-rm.
+	profileSeconds int
 	// traceSeconds, with profiles, also saves an execution trace of
 	// weft-rm's first seconds there: what its start waits on.
 	traceSeconds int
@@ -81,7 +87,8 @@ func main() {
 	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
-	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first 5 s in this directory")
+	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds) in this directory")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs from weft-rm's start")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.Parse()
 	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
@@ -195,11 +202,11 @@ leaderElection:
 			// Alternate which goes first, so neither always meets a warmer
 			// API server.
 			s := schedulers[(i+round-1+o.warmUp)%len(schedulers)]
-			profile := ""
+			prof := profiling{seconds: o.profileSeconds, traceSeconds: o.traceSeconds}
 			if o.profiles != "" && s.name == "weft" {
-				profile = filepath.Join(o.profiles, fmt.Sprintf("weft-cpu-%d.pb.gz", round))
+				prof.file = filepath.Join(o.profiles, fmt.Sprintf("weft-cpu-%d.pb.gz", round))
 			}
-			r, err := s.measure(ctx, client, o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), profile, o.traceSeconds)
+			r, err := s.measure(ctx, client, fleet.Processes(), o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), prof)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", s.name, round, err)
 			}
@@ -210,6 +217,8 @@ leaderElection:
 			fmt.Printf("round %s  %-15s %d pods bound in %6.2fs from start (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s); first bind after %5.2fs; %s CPU %5.2fs\n",
 				label, s.name, o.pods, r.total.Seconds(), r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds(),
 				(r.total - r.binding).Seconds(), s.cpuOf(), r.cpu.Seconds())
+			fmt.Printf("          CPU over the round: %s\n", r.others)
+			fmt.Printf("          API server over the round: %s\n", r.served)
 			if round > 0 {
 				results[s.name] = append(results[s.name], r)
 			}
@@ -255,6 +264,13 @@ type result struct {
 	// cpu is the scheduler process's CPU time over the round (the
 	// benchmark's own, informer included, for the ceiling).
 	cpu time.Duration
+	// others is where the rest of the machine's CPU went over the round:
+	// the control plane's and kwok's processes, and the machine's idle
+	// time. On a small machine the API server's share is the rate.
+	others string
+	// served is what the API server did over the round: its requests by
+	// verb and resource, and the watch events it sent by kind.
+	served string
 }
 
 // cpuOf says whose CPU a round's result counts.
@@ -300,7 +316,15 @@ func middle(v []float64) float64 {
 // measure creates the pods in a fresh namespace, starts the scheduler,
 // waits for every pod to be bound, stops the scheduler and removes the
 // namespace's pods.
-func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n int, logFile, profile string, traceSeconds int) (result, error) {
+// profiling is what a round saves of weft-rm: a CPU profile of its first
+// seconds into file (none when empty), and an execution trace of its
+// first traceSeconds beside it.
+type profiling struct {
+	file                  string
+	seconds, traceSeconds int
+}
+
+func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fleet map[string]int, n int, logFile string, prof profiling) (result, error) {
 	ns := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixNano())
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return result{}, err
@@ -359,7 +383,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 		return result{}, ctx.Err()
 	}
 
-	start := time.Now()
+	start, before, servedBefore := time.Now(), takeAccount(fleet), apiServed(ctx, client)
 	var (
 		exited <-chan struct{}
 		cpu    func() time.Duration
@@ -372,13 +396,16 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 		defer func() { stopWatch(); <-errc }()
 	} else {
 		args := s.args
-		if profile != "" {
+		var saved chan struct{} // closed when the profile is saved
+		if prof.file != "" {
 			web, err := e2e.FreeAddr()
 			if err != nil {
 				return result{}, err
 			}
 			args = append(slices.Clone(args), "--profiling", "--webapp-address", web)
+			saved = make(chan struct{})
 			go func() {
+				defer close(saved)
 				// From the moment weft-rm listens, a few ms after its start.
 				for range 200 {
 					if c, err := net.Dial("tcp", web); err == nil {
@@ -387,15 +414,15 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 					}
 					time.Sleep(5 * time.Millisecond)
 				}
-				if traceSeconds > 0 {
+				if prof.traceSeconds > 0 {
 					go func() {
-						file := strings.TrimSuffix(profile, ".pb.gz") + ".trace"
-						if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("trace?seconds=%d", traceSeconds), file); err != nil {
+						file := strings.TrimSuffix(prof.file, ".pb.gz") + ".trace"
+						if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("trace?seconds=%d", prof.traceSeconds), file); err != nil {
 							fmt.Println("   trace:", err)
 						}
 					}()
 				}
-				if err := e2e.SaveProfile(ctx, web, "profile?seconds=5", profile); err != nil {
+				if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("profile?seconds=%d", prof.seconds), prof.file); err != nil {
 					fmt.Println("   CPU profile:", err)
 				}
 			}()
@@ -405,6 +432,11 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 			return result{}, err
 		}
 		defer proc.Stop()
+		if saved != nil {
+			// Deferred after Stop, so run before it: the profile ends
+			// before weft-rm does.
+			defer func() { <-saved }()
+		}
 		exited = proc.Exited()
 		cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d }
 	}
@@ -417,10 +449,11 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, n i
 		return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
 	case <-done:
 	}
-	used := cpu()
+	used, others := cpu(), takeAccount(fleet).since(before)
+	served := apiServed(ctx, client).since(servedBefore)
 	mu.Lock()
 	defer mu.Unlock()
-	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used}, nil
+	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, others: others, served: served}, nil
 }
 
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
@@ -445,4 +478,116 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// account is the CPU time, so far, of the fleet's processes and of the
+// whole machine: two of them, at a round's start and end, say where the
+// machine's CPU went while the scheduler bound.
+type account struct {
+	procs     map[string]time.Duration
+	busy, all time.Duration // the machine's, summed over its CPUs
+}
+
+func takeAccount(pids map[string]int) account {
+	a := account{procs: map[string]time.Duration{}}
+	for name, pid := range pids {
+		if d, err := e2e.ProcessCPU(pid); err == nil {
+			a.procs[name] = d
+		}
+	}
+	// /proc/stat's first line: the machine's time in clock ticks (100 a
+	// second), by kind — user nice system idle iowait irq softirq steal.
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || i >= 8 {
+				break
+			}
+			d := time.Duration(v) * 10 * time.Millisecond
+			a.all += d
+			if i != 3 && i != 4 { // idle, iowait
+				a.busy += d
+			}
+		}
+	}
+	return a
+}
+
+// since says what each process used between b and a, and how busy the
+// machine was.
+func (a account) since(b account) string {
+	names := slices.Sorted(maps.Keys(a.procs))
+	var parts []string
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2fs", name, (a.procs[name]-b.procs[name]).Seconds()))
+	}
+	if all := a.all - b.all; all > 0 {
+		parts = append(parts, fmt.Sprintf("machine %.0f%% busy (%.2fs of %.2fs, %d CPUs)", 100*float64(a.busy-b.busy)/float64(all),
+			(a.busy-b.busy).Seconds(), all.Seconds(), runtime.NumCPU()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// served is the API server's counts so far, from its /metrics:
+// apiserver_request_total by verb, resource and subresource, and
+// apiserver_watch_events_total by kind (one per event and watcher).
+type served map[string]float64
+
+func apiServed(ctx context.Context, client kubernetes.Interface) served {
+	out := served{}
+	b, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || (name != "apiserver_request_total" && name != "apiserver_watch_events_total") {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				l[k] = strings.Trim(v, `"`)
+			}
+		}
+		key := "watch events " + l["kind"]
+		if name == "apiserver_request_total" {
+			key = l["verb"] + " " + l["resource"]
+			if l["subresource"] != "" {
+				key += "/" + l["subresource"]
+			}
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// since lists what was served between b and s, most first, leaving out
+// what was served fewer than 10 times.
+func (s served) since(b served) string {
+	type count struct {
+		what string
+		n    float64
+	}
+	var counts []count
+	for what, n := range s {
+		if d := n - b[what]; d >= 10 {
+			counts = append(counts, count{what, d})
+		}
+	}
+	slices.SortFunc(counts, func(x, y count) int { return int(y.n - x.n) })
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("%s %.0f", c.what, c.n)
+	}
+	return strings.Join(parts, ", ")
 }

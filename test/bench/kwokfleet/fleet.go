@@ -154,6 +154,17 @@ func (f *Fleet) Stop() error {
 	return kube.Down(context.Background())
 }
 
+// Processes are the fleet's own processes by name: the control plane's
+// (kube.ControlPlanePIDs) and kwok's — whose CPU a benchmark accounts
+// beside the process it measures.
+func (f *Fleet) Processes() map[string]int {
+	pids := kube.ControlPlanePIDs()
+	if f.kwok != nil {
+		pids["kwok"] = f.kwok.PID()
+	}
+	return pids
+}
+
 // ClientWith is a client of the fleet's API server with the given
 // limits. Like Client it speaks protobuf (kubeclient.Protobuf), as
 // kube-scheduler and weft-rm do, so that a benchmark's own binders cost
