@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -146,6 +147,56 @@ func TestPodMoved(t *testing.T) {
 			}
 			if got := s.podMoved(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != tc.want {
 				t.Errorf("podMoved = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pod event wakes its node's reconcile at once when the pod is
+// another's, and after OwnPodDelay when it is Weft's own: a burst of
+// Weft's bindings to a node is one reconcile.
+func TestPodEventsDelayOwnPods(t *testing.T) {
+	s := &Syncer{opts: Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain,
+		OwnPodDelay: 200 * time.Millisecond}}
+	h := s.podEvents()
+	tests := []struct {
+		name       string
+		send       func(q workqueue.TypedRateLimitingInterface[reconcile.Request])
+		wantAtOnce int
+	}{
+		{"another's pod bound", func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("o", "", "default-scheduler", nil, "1", "1Gi"),
+				ObjectNew: pod("o", "a", "default-scheduler", nil, "1", "1Gi")}, q)
+		}, 1},
+		{"another's pod gone", func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: pod("o", "a", "default-scheduler", nil, "1", "1Gi")}, q)
+		}, 1},
+		{"three of Weft's pods bound", func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, name := range []string{"w1", "w2", "w3"} {
+				h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod(name, "", "weft-scheduler", nil, "1", "1Gi"),
+					ObjectNew: pod(name, "a", "weft-scheduler", nil, "1", "1Gi")}, q)
+			}
+		}, 0},
+		{"a pod that stopped being Weft's", func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: pod("w", "a", "weft-scheduler", nil, "1", "1Gi"),
+				ObjectNew: pod("w", "a", "default-scheduler", nil, "1", "1Gi")}, q)
+		}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			tc.send(q)
+			if got := q.Len(); got != tc.wantAtOnce {
+				t.Fatalf("%d requests at once, want %d", got, tc.wantAtOnce)
+			}
+			for deadline := time.Now().Add(5 * time.Second); q.Len() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the node was never enqueued")
+				}
+			}
+			if r, _ := q.Get(); r.Name != "a" || q.Len() != 0 {
+				t.Errorf("got %v and %d more, want node a once", r, q.Len())
 			}
 		})
 	}

@@ -47,6 +47,11 @@ type Options struct {
 	// CNR reads Katalyst's CustomNodeResources, for a profile whose
 	// capacity comes from them (translator.Profile.CapacityFromCNR).
 	CNR dynamic.Interface
+	// OwnPodDelay is how long a node's record may lag behind Weft's own
+	// pods bound to it or gone from it (default 1s, YARN's NodeManager
+	// heartbeat interval; negative: no lag): a burst of bindings writes
+	// each node once. Others' pods are read at once.
+	OwnPodDelay time.Duration
 	// CapacityStaleAfter is how old a node agent's heartbeat may be before
 	// its published capacity is read as none, for a profile with one
 	// (translator.Profile.CapacityHeartbeat); default 1m.
@@ -305,6 +310,14 @@ func (s *Syncer) utilization(n *corev1.Node, now time.Time) *records.NodeUtiliza
 		PhysicalMemoryMB: u.NodeMemory >> 20, CPU: float64(u.NodeMilliCPU) / 1000,
 		ContainersPhysicalMemoryMB: u.BatchMemory >> 20, ContainersVCores: float64(u.BatchMilliCPU) / float64(s.opts.Profile.VCoreMilli()),
 	}
+}
+
+// ownPodDelay is Options.OwnPodDelay with its default.
+func (s *Syncer) ownPodDelay() time.Duration {
+	if s.opts.OwnPodDelay == 0 {
+		return time.Second
+	}
+	return s.opts.OwnPodDelay
 }
 
 // staleAfter is Options.CapacityStaleAfter with its default.
