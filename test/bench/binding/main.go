@@ -217,6 +217,9 @@ leaderElection:
 			fmt.Printf("round %s  %-15s %d pods bound in %6.2fs from start (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s); first bind after %5.2fs; %s CPU %5.2fs\n",
 				label, s.name, o.pods, r.total.Seconds(), r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds(),
 				(r.total - r.binding).Seconds(), s.cpuOf(), r.cpu.Seconds())
+			if r.rss > 0 {
+				fmt.Printf("          %s RSS at the last bind: %.0f MiB\n", s.name, float64(r.rss)/(1<<20))
+			}
 			fmt.Printf("          CPU over the round: %s\n", r.others)
 			fmt.Printf("          API server over the round: %s\n", r.served)
 			if round > 0 {
@@ -264,6 +267,9 @@ type result struct {
 	// cpu is the scheduler process's CPU time over the round (the
 	// benchmark's own, informer included, for the ceiling).
 	cpu time.Duration
+	// rss is the scheduler process's resident memory at the round's end
+	// (none for the ceiling).
+	rss int64
 	// others is where the rest of the machine's CPU went over the round:
 	// the control plane's and kwok's processes, and the machine's idle
 	// time. On a small machine the API server's share is the rate.
@@ -332,9 +338,20 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	defer func() {
 		// The pods go at once (the namespace controller would take minutes
 		// at its rate limit), and the next measurement must not share the
-		// API server with their deletion.
+		// API server with their deletion. One by one, many at once: one
+		// DeleteCollection of 5,000 bound pods outlasted its request's
+		// timeout and left most of them to the namespace controller, at
+		// their grace period, for kwok to end at its pace (2–3 minutes).
 		zero := int64(0)
-		_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		if err := kwokfleet.Parallel(ctx, n, 64, func(i int) error {
+			err := client.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}); err != nil && ctx.Err() == nil {
+			fmt.Println("   delete pods:", err)
+		}
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		for ctx.Err() == nil {
 			if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -387,6 +404,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	var (
 		exited <-chan struct{}
 		cpu    func() time.Duration
+		rss    = func() int64 { return 0 }
 	)
 	if s.direct != nil {
 		before := selfCPU()
@@ -439,6 +457,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		}
 		exited = proc.Exited()
 		cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d }
+		rss = func() int64 { b, _ := e2e.ProcessRSS(proc.PID()); return b }
 	}
 	select {
 	case <-ctx.Done():
@@ -449,11 +468,11 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
 	case <-done:
 	}
-	used, others := cpu(), takeAccount(fleet).since(before)
+	used, mem, others := cpu(), rss(), takeAccount(fleet).since(before)
 	served := apiServed(ctx, client).since(servedBefore)
 	mu.Lock()
 	defer mu.Unlock()
-	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, others: others, served: served}, nil
+	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, rss: mem, others: others, served: served}, nil
 }
 
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
