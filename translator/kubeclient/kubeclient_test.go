@@ -3,11 +3,15 @@ package kubeclient
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,5 +87,76 @@ func TestProtobufWithJSONFallback(t *testing.T) {
 				t.Errorf("%s: %q, want %q", tc.request, got, tc.want)
 			}
 		})
+	}
+}
+
+// Many requests at once over a client's new transport open a connection
+// only when those it holds are full: 300 at once on connections of at
+// most 100 streams take a handful, not one each (client-go's own
+// transport, net/http's, dialed one per waiting request).
+func TestManyRequestsFewConnections(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		conns int
+	)
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			t.Errorf("%s over HTTP/%d.%d, want HTTP/2", r.URL.Path, r.ProtoMajor, r.ProtoMinor)
+		}
+		<-release // every request in flight at once
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(&corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}})
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 100}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	client, err := New(&rest.Config{Host: srv.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const requests = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, requests)
+	for i := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := client.CoreV1().Pods("ns").Get(context.Background(), fmt.Sprint("p", i), metav1.GetOptions{})
+			errs <- err
+		}()
+	}
+	// Until all 300 are in flight (or a connection too many shows).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			break
+		}
+		mu.Lock()
+		n := conns
+		mu.Unlock()
+		if n >= 3 && len(errs) == 0 {
+			time.Sleep(200 * time.Millisecond) // let any further dial show
+			break
+		}
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if conns > 5 {
+		t.Errorf("%d connections for %d requests at most 100 to a connection, want 3 to 5", conns, requests)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -171,17 +170,15 @@ func (f *Fleet) Processes() map[string]int {
 // kube-scheduler and weft-rm do, so that a benchmark's own binders cost
 // the API server what the schedulers' calls cost it.
 //
-// It has connections of its own, as a process that starts has: client-go
-// shares one transport between configs of the same TLS, and a binder
-// sharing the benchmark's — warm from creating the pods, and from the
-// rounds before — would skip the dialing that every scheduler pays at its
+// It has connections of its own (kubeclient.Protobuf gives each config a
+// transport), as a process that starts has: a binder sharing the
+// benchmark's transport — warm from creating the pods, and from the
+// rounds before — would skip the dialing every scheduler pays at its
 // start (test/bench/binding: its first bind 0.02 s after its start on a
-// warm transport, 0.2–0.3 s on a new one).
+// warm transport of client-go's, 0.5–1 s on a new one).
 func (f *Fleet) ClientWith(qps float64, burst int) *kubernetes.Clientset {
 	c := *f.Cluster.Config
 	c.QPS, c.Burst = float32(qps), burst
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	c.Dial = dialer.DialContext
 	return kubernetes.NewForConfigOrDie(kubeclient.Protobuf(&c))
 }
 
