@@ -346,15 +346,8 @@ func (s *Server) init() error {
 			return err
 		}
 		// One watch of the cluster's live pods serves the node view (what
-		// others hold) and the binder (which of Weft's wait). Its client
-		// is its own, and so its connection: its first list (every live
-		// pod) and the nodes' run side by side, not one after the other on
-		// one connection, before the first cycle can start.
-		podClient, err := kubeclient.New(s.cfg.Kubernetes)
-		if err != nil {
-			return err
-		}
-		s.pods = nodesync.LivePods(podClient)
+		// others hold) and the binder (which of Weft's wait).
+		s.pods = nodesync.LivePods(client)
 		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
 			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown,
 			CapacityStaleAfter: s.cfg.CapacityStaleAfter}
