@@ -150,7 +150,7 @@ leaderElection:
 	direct := func(ctx context.Context, ns string) error {
 		pods, nodes := make([]string, o.pods), make([]string, o.nodes)
 		for i := range pods {
-			pods[i] = fmt.Sprintf("p-%05d", i)
+			pods[i] = podName(i)
 		}
 		for i := range nodes {
 			nodes[i] = kwokfleet.NodeName(i)
@@ -344,7 +344,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		// their grace period, for kwok to end at its pace (2–3 minutes).
 		zero := int64(0)
 		if err := kwokfleet.Parallel(ctx, n, 64, func(i int) error {
-			err := client.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			err := client.CoreV1().Pods(ns).Delete(ctx, podName(i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -479,7 +479,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
 	return kwokfleet.Parallel(ctx, n, 64, func(i int) error {
 		_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
 			Spec: corev1.PodSpec{
 				SchedulerName: schedulerName,
 				NodeSelector:  map[string]string{kwokfleet.NodeLabel: "kwok"},
@@ -632,3 +632,6 @@ func settle(ctx context.Context, pids map[string]int) string {
 	}
 	return ""
 }
+
+// podName is the name of a round's i-th pod.
+func podName(i int) string { return fmt.Sprintf("p-%05d", i) }
