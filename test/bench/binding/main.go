@@ -21,6 +21,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -560,33 +562,27 @@ func apiServed(ctx context.Context, client kubernetes.Interface) served {
 	if err != nil {
 		return out
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok || (name != "apiserver_request_total" && name != "apiserver_watch_events_total") {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			continue
-		}
-		l := map[string]string{}
-		for _, kv := range strings.Split(labels, ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				l[k] = strings.Trim(v, `"`)
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		fmt.Println("   API server metrics:", err)
+		return out
+	}
+	for _, name := range []string{"apiserver_request_total", "apiserver_watch_events_total"} {
+		for _, m := range families[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
 			}
-		}
-		key := "watch events " + l["kind"]
-		if name == "apiserver_request_total" {
-			key = l["verb"] + " " + l["resource"]
-			if l["subresource"] != "" {
-				key += "/" + l["subresource"]
+			key := "watch events " + l["kind"]
+			if name == "apiserver_request_total" {
+				key = l["verb"] + " " + l["resource"]
+				if l["subresource"] != "" {
+					key += "/" + l["subresource"]
+				}
 			}
+			out[key] += m.GetCounter().GetValue()
 		}
-		out[key] += v
 	}
 	return out
 }
