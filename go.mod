@@ -3,6 +3,7 @@ module github.com/weft-sh/weft
 go 1.26.8
 
 require (
+	github.com/bytedance/gopkg v0.1.4
 	github.com/chromedp/chromedp v0.23.0
 	github.com/colinmarc/hdfs/v2 v2.4.0
 	github.com/go-logr/logr v1.4.3

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bytedance/gopkg/util/gctuner"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -104,9 +105,49 @@ func gcPercent(flag int, flagGiven bool, env string) (int, bool) {
 	}
 }
 
-// setGCPercent applies --gc-percent (gcPercent).
-func setGCPercent(flag int, flagGiven bool) {
-	if pct, set := gcPercent(flag, flagGiven, os.Getenv("GOGC")); set {
-		debug.SetGCPercent(pct)
+// defaultHeapFloor is --gc-heap-floor's default: the heap weft-rm lets
+// grow to before collecting at its GOGC. A small cluster's RM has little
+// live heap (~60 MB at 1,000 nodes and 5,000 pods) and, while it binds
+// thousands of pods, allocates fast (watch events, bindings, cycles): at
+// GOGC 50 it then collects every ~30 MB, and the collector was a fifth to
+// a quarter of its CPU (test/bench/binding) — CPU the API server, on the
+// same small control-plane machine, is short of. Under the floor GOGC is
+// raised so the next collection comes at the floor (at most 5x what is
+// live); above it the heap is a large cluster's, and --gc-percent holds.
+const defaultHeapFloor = "256Mi"
+
+// maxTunedGCPercent bounds GOGC under the floor: a nearly empty heap is
+// not let grow a hundredfold before its first collection.
+const maxTunedGCPercent = 500
+
+// heapFloor parses --gc-heap-floor: bytes, 0 for none.
+func heapFloor(flag string) (uint64, error) {
+	if flag == "" || flag == "0" {
+		return 0, nil
 	}
+	q, err := resource.ParseQuantity(flag)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--gc-heap-floor %q: want a quantity such as 256Mi, or 0 for none", flag)
+	}
+	return uint64(q.Value()), nil
+}
+
+// setGC applies --gc-percent (gcPercent) and, when weft-rm sets a positive
+// GOGC, the heap floor: ByteDance's gctuner (github.com/bytedance/gopkg)
+// retunes GOGC after each collection so that the next comes when the heap
+// reaches the floor, never at less than pct nor more than
+// maxTunedGCPercent. With the GOGC environment variable or a negative
+// percentage the runtime is left as told.
+func setGC(flag int, flagGiven bool, floor uint64) {
+	pct, set := gcPercent(flag, flagGiven, os.Getenv("GOGC"))
+	if !set {
+		return
+	}
+	debug.SetGCPercent(pct)
+	if pct <= 0 || floor == 0 {
+		return
+	}
+	gctuner.SetMinGCPercent(uint32(pct))
+	gctuner.SetMaxGCPercent(uint32(max(pct, maxTunedGCPercent)))
+	gctuner.Tuning(floor)
 }

@@ -2,7 +2,13 @@ package main
 
 import (
 	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"testing"
+	"time"
+
+	"github.com/bytedance/gopkg/util/gctuner"
 )
 
 func TestMemoryLimit(t *testing.T) {
@@ -54,5 +60,55 @@ func TestGCPercent(t *testing.T) {
 		if got != c.want || sets != c.wantSets {
 			t.Errorf("%s: gcPercent = %d, %v; want %d, %v", c.name, got, sets, c.want, c.wantSets)
 		}
+	}
+}
+
+func TestHeapFloor(t *testing.T) {
+	cases := []struct {
+		flag    string
+		want    uint64
+		wantErr bool
+	}{
+		{"", 0, false},
+		{"0", 0, false},
+		{"256Mi", 256 << 20, false},
+		{"1Gi", 1 << 30, false},
+		{"-1Mi", 0, true},
+		{"big", 0, true},
+	}
+	for _, c := range cases {
+		got, err := heapFloor(c.flag)
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("heapFloor(%q) = %d, %v; want %d, error %v", c.flag, got, err, c.want, c.wantErr)
+		}
+	}
+}
+
+// Under the floor, the collection after setGC leaves GOGC raised above
+// --gc-percent (a test's heap is far under 256 MiB: to the cap); with no
+// floor it stays at --gc-percent.
+func TestSetGCRaisesGOGCUnderTheFloor(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: setGC leaves the runtime to it only when --gc-percent is not given; this test gives it")
+	}
+	defer func() {
+		gctuner.Tuning(0)
+		debug.SetGCPercent(100)
+	}()
+	current := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+
+	setGC(50, true, 0)
+	runtime.GC()
+	if got := current(); got != 50 {
+		t.Fatalf("no floor: GOGC %d after a collection, want 50", got)
+	}
+	setGC(50, true, 256<<20)
+	deadline := time.Now().Add(5 * time.Second)
+	for current() != maxTunedGCPercent && time.Now().Before(deadline) {
+		runtime.GC() // the tuner runs from a finalizer, after a collection
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := current(); got != maxTunedGCPercent {
+		t.Fatalf("under the floor: GOGC %d, want %d", got, maxTunedGCPercent)
 	}
 }
