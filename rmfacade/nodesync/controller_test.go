@@ -16,6 +16,7 @@ import (
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -199,5 +200,44 @@ func TestPodEventsDelayOwnPods(t *testing.T) {
 				t.Errorf("got %v and %d more, want node a once", r, q.Len())
 			}
 		})
+	}
+}
+
+// A reconcile that finds the node as its record says writes nothing — the
+// controller's first pass after the first sync, a Node's status heartbeat
+// — until the record's report time is reportRefresh old; a change is
+// written at once.
+func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
+	clock := time.Now().Truncate(time.Second)
+	r := start(t, Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041,
+		Now: func() time.Time { return clock }}, node("a", true, nil))
+	writes := 0
+	cancel := r.mgr.Subscribe(func(_ *state.Snapshot, changes []state.Change) {
+		for _, c := range changes {
+			if _, ok := c.After.(*records.Node); ok {
+				writes++
+			}
+		}
+	})
+	defer cancel()
+	first := r.node("a").LastHealthUpdate
+
+	clock = clock.Add(reportRefresh / 2)
+	r.reconcile("a", func() bool { return true })
+	if writes != 0 || r.node("a").LastHealthUpdate != first {
+		t.Errorf("nothing changed: %d writes, report time %d, want none and %d", writes, r.node("a").LastHealthUpdate, first)
+	}
+	p := pod("task", "a", "weft-scheduler", nil, "2", "3Gi")
+	if _, err := r.client.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.reconcile("a", func() bool { pods, _ := r.s.podsOn("a"); return len(pods) == 1 })
+	if writes != 1 || r.node("a").NumContainers != 1 {
+		t.Errorf("a pod bound: %d writes, %d containers, want 1 and 1", writes, r.node("a").NumContainers)
+	}
+	clock = clock.Add(reportRefresh)
+	r.reconcile("a", func() bool { return true })
+	if writes != 2 || r.node("a").LastHealthUpdate != clock.UnixMilli() {
+		t.Errorf("report time %v old: %d writes, want 2 and the time now", reportRefresh, writes)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -480,10 +481,31 @@ func (s *Syncer) syncNode(name string) (time.Duration, error) {
 		rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
 			": the online load grew into the capacity Weft held"
 	}
+	if prev != nil && sameReport(prev, rec) && instant.Sub(time.UnixMilli(prev.LastHealthUpdate)) < reportRefresh {
+		// Nothing to tell: the node controller's first reconcile of every
+		// node after the first sync, a Node status heartbeat.
+		return s.staleIn(n, rec, instant), nil
+	}
 	if err := s.mgr.PutNode(rec); err != nil {
 		return 0, err
 	}
 	return s.staleIn(n, rec, instant), nil
+}
+
+// reportRefresh is how old a node's LastHealthUpdate (yarn node -status'
+// Last-Health-Update) grows while nothing else of the node changes before
+// a sync writes the record again with the new time. YARN's NodeManager
+// sends its health report's time, which its health checks move every few
+// minutes (yarn.nodemanager.health-checker.interval-ms: 10 minutes for
+// the script, disks every 2); each write is a store transaction that the
+// RM's controllers are woken by.
+const reportRefresh = time.Minute
+
+// sameReport tells whether rec says what prev says, but for the time.
+func sameReport(prev, rec *records.Node) bool {
+	a, b := *prev, *rec
+	a.LastHealthUpdate, b.LastHealthUpdate = 0, 0
+	return reflect.DeepEqual(a, b)
 }
 
 // staleIn is how long until what was read of n no longer holds with no
