@@ -168,9 +168,23 @@ func (v *view) observe(_ *state.Snapshot, changes []state.Change) {
 		case *records.Container:
 			v.apps[r.ID.Attempt.App] = true
 		case *records.Node:
-			v.nodes[r.ID] = true
+			before, _ := c.Before.(*records.Node)
+			after, _ := c.After.(*records.Node)
+			if before == nil || after == nil || schedulingMoved(before, after) {
+				v.nodes[r.ID] = true
+			}
 		}
 	}
+}
+
+// schedulingMoved tells whether a node record's new version changes what
+// a cycle reads of it: its state, capacity, what others hold there, its
+// cooldown, where its containers are reached. What Weft's own pods hold
+// there (Used, NumContainers), which the cycle takes from the pods, and
+// the report's time do not: while Weft binds, most node writes are those.
+func schedulingMoved(before, after *records.Node) bool {
+	return before.State != after.State || before.Capability != after.Capability || before.Occupied != after.Occupied ||
+		before.CooldownUntil != after.CooldownUntil || before.Host != after.Host || before.HTTPAddress != after.HTTPAddress
 }
 
 // markApp marks an application whose asks changed, or whose objects a

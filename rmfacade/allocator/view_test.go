@@ -596,3 +596,41 @@ func TestUnchangedPodsKept(t *testing.T) {
 		t.Errorf("the view's p3 is not the pod's new version")
 	}
 }
+
+// A node record's write marks the node for the next cycle only when it
+// changes what a cycle reads of it: while Weft binds, most writes are of
+// what its own pods hold there, which the cycle takes from the pods.
+func TestNodeMarkedOnlyWhenACycleReadsTheChange(t *testing.T) {
+	base := records.Node{ID: "n1:8041", Host: "n1", HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}, LastHealthUpdate: 1}
+	cases := []struct {
+		name   string
+		change func(n *records.Node)
+		marked bool
+	}{
+		{"Weft's pods bound there", func(n *records.Node) { n.Used, n.NumContainers = records.Resource{MemoryMB: 1024, VCores: 1}, 1 }, false},
+		{"report time", func(n *records.Node) { n.LastHealthUpdate = 2 }, false},
+		{"others' pods", func(n *records.Node) { n.Occupied = records.Resource{MemoryMB: 512} }, true},
+		{"capacity", func(n *records.Node) { n.Capability.VCores = 4 }, true},
+		{"state", func(n *records.Node) { n.State = records.NodeUnhealthy }, true},
+		{"cooldown", func(n *records.Node) { n.CooldownUntil = 5 }, true},
+	}
+	for _, c := range cases {
+		v := newView()
+		v.take()
+		after := base
+		c.change(&after)
+		before := base
+		v.observe(nil, []state.Change{{Table: "nodes", Before: &before, After: &after}})
+		if got := v.take().nodes[base.ID]; got != c.marked {
+			t.Errorf("%s: marked %v, want %v", c.name, got, c.marked)
+		}
+	}
+	v := newView()
+	v.take()
+	added := base
+	v.observe(nil, []state.Change{{Table: "nodes", After: &added}})
+	if !v.take().nodes[base.ID] {
+		t.Error("a new node is not marked")
+	}
+}
