@@ -3,6 +3,8 @@ package podbinder
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,5 +124,99 @@ func TestBindAsyncFailure(t *testing.T) {
 	}
 	if pending, bound := b.Pods(); len(pending) != 1 || len(bound) != 0 {
 		t.Fatalf("after the failure: pending %v, bound %v", names(pending), names(bound))
+	}
+}
+
+// A pod this Binder bound is never reported waiting again: not while the
+// binding is in flight, nor when the watch shows it bound — however a
+// call to Pods falls between the watch's cache update and the handler
+// that drops the assumption. Pods runs in a loop while pods are created
+// and bound one after another; any pod it reports pending after its
+// binding was issued would be placed twice. (A race: on the code before
+// the fix the test failed one run in three at 300 pods.)
+func TestBoundPodNeverPendingAgain(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		bd := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+		p, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), bd.Namespace, bd.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		bound := p.(*corev1.Pod).DeepCopy()
+		bound.Spec.NodeName = bd.Target.Name
+		return true, nil, client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), bound, bd.Namespace)
+	})
+	b, err := New(client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go b.Run(ctx)
+	if !b.WaitForSync(ctx) {
+		t.Fatal("not synced")
+	}
+	var (
+		mu     sync.Mutex
+		issued = map[types.UID]bool{}
+		seen   = map[types.UID]bool{} // pods the informer has shown pending
+		wrong  []string
+		stop   = make(chan struct{})
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			before := maps.Clone(issued)
+			mu.Unlock()
+			pending, _ := b.Pods()
+			mu.Lock()
+			for _, p := range pending {
+				seen[p.UID] = true
+				if before[p.UID] {
+					wrong = append(wrong, p.Name)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	const n = 600
+	for i := range n {
+		p := pod(fmt.Sprintf("p%03d", i), DefaultSchedulerName, "")
+		if _, err := client.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			mu.Lock()
+			ok := seen[p.UID]
+			mu.Unlock()
+			if ok || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		// Issued once assumed: BindAsync assumes before it returns.
+		result := make(chan []error, 1)
+		b.BindAsync(ctx, []Binding{{Namespace: "ns", Name: p.Name, UID: p.UID, Node: "n1"}}, func(errs []error) { result <- errs })
+		mu.Lock()
+		issued[p.UID] = true
+		mu.Unlock()
+		if errs := <-result; errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	close(stop)
+	<-done
+	if len(wrong) > 0 {
+		t.Errorf("%d of %d pods reported waiting after they were bound, e.g. %v", len(wrong), n, wrong[:min(5, len(wrong))])
 	}
 }
