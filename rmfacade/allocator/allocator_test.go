@@ -88,3 +88,16 @@ func TestOutstanding(t *testing.T) {
 		t.Errorf("after Forget: %d containers outstanding", n)
 	}
 }
+
+func TestPauseAfterACycle(t *testing.T) {
+	for _, c := range []struct{ took, interval, want time.Duration }{
+		{time.Millisecond, time.Second, time.Millisecond},
+		{30 * time.Millisecond, time.Second, 30 * time.Millisecond},
+		{3 * time.Second, time.Second, time.Second},
+		{0, time.Second, 0},
+	} {
+		if got := pauseAfter(c.took, c.interval); got != c.want {
+			t.Errorf("pauseAfter(%v, %v) = %v, want %v", c.took, c.interval, got, c.want)
+		}
+	}
+}
