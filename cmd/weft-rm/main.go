@@ -71,7 +71,7 @@ func main() {
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
 	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
 	gcPct := flag.Int("gc-percent", defaultGCPercent, "Go's GOGC for weft-rm: collect when the heap has grown by this percentage of what is live (negative: never; the GOGC environment variable applies when this flag is not given and it is set)")
-	gcFloor := flag.String("gc-heap-floor", defaultHeapFloor, "while the Go heap is under this quantity, weft-rm collects when it reaches it (GOGC raised, to at most 500) instead of at --gc-percent: less CPU collecting in a small cluster; 0: none")
+	gcFloor := flag.String("gc-heap-floor", defaultHeapFloor, "while the Go heap is under this quantity, weft-rm collects when it reaches it (GOGC raised, to at most 500) instead of at --gc-percent: less CPU collecting in a small cluster; at most half of --memory-limit; 0: none")
 	memLimit := flag.String("memory-limit", "", "soft memory limit of the Go runtime (as GOMEMLIMIT, which applies when this is empty): a quantity such as 400Mi, or a percentage such as 90% of the container's memory limit (cgroup v2 memory.max); empty: none")
 	var logLevel slog.Level
 	flag.BoolVar(&cfg.Profiling, "profiling", false, "serve Go profiles under /debug/pprof/ on the web address (as kube-scheduler's --profiling)")
@@ -87,13 +87,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(2)
 	}
-	setGC(*gcPct, given, floor)
-	if limit, err := setMemoryLimit(*memLimit); err != nil {
+	limit, err := setMemoryLimit(*memLimit)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "weft-rm: %v\n", err)
 		os.Exit(2)
 	} else if limit > 0 {
 		logger.Info("soft memory limit set", "bytes", limit, "flag", *memLimit)
 	}
+	setGC(*gcPct, given, floorUnder(floor, limit))
 	if queuesFile != "" {
 		b, err := os.ReadFile(queuesFile)
 		if err == nil {

@@ -132,6 +132,16 @@ func heapFloor(flag string) (uint64, error) {
 	return uint64(q.Value()), nil
 }
 
+// floorUnder caps the heap floor at half the soft memory limit, when one
+// is set: a heap let grow to the limit would make the runtime collect at
+// every step near it, which is what the floor is to spare.
+func floorUnder(floor uint64, limit int64) uint64 {
+	if limit > 0 {
+		return min(floor, uint64(limit)/2)
+	}
+	return floor
+}
+
 // setGC applies --gc-percent (gcPercent) and, when weft-rm sets a positive
 // GOGC, the heap floor: ByteDance's gctuner (github.com/bytedance/gopkg)
 // retunes GOGC after each collection so that the next comes when the heap

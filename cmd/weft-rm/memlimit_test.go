@@ -84,6 +84,18 @@ func TestHeapFloor(t *testing.T) {
 	}
 }
 
+func TestFloorUnderTheMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		floor uint64
+		limit int64
+		want  uint64
+	}{{256 << 20, 0, 256 << 20}, {256 << 20, 1 << 30, 256 << 20}, {256 << 20, 400 << 20, 200 << 20}, {0, 400 << 20, 0}} {
+		if got := floorUnder(c.floor, c.limit); got != c.want {
+			t.Errorf("floorUnder(%d, %d) = %d, want %d", c.floor, c.limit, got, c.want)
+		}
+	}
+}
+
 // Under the floor, the collection after setGC leaves GOGC raised above
 // --gc-percent (a test's heap is far under 256 MiB: to the cap); with no
 // floor it stays at --gc-percent.
