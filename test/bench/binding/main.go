@@ -23,10 +23,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -74,6 +76,8 @@ type options struct {
 	// traceSeconds, with profiles, also saves an execution trace of
 	// weft-rm's first seconds there: what its start waits on.
 	traceSeconds int
+	// running measures schedulers already running when the pods come.
+	running bool
 }
 
 func main() {
@@ -92,6 +96,7 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds) in this directory")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs from weft-rm's start")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
+	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns; list-and-bind is left out")
 	flag.Parse()
 	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
@@ -125,7 +130,7 @@ leaderElection:
 	schedulers := []scheduler{
 		{name: "kube-scheduler", schedulerName: corev1.DefaultSchedulerName, bin: kubeScheduler,
 			args: []string{"--config", schedConf, "--secure-port", "0"}},
-		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"),
+		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady,
 			args: func(dir string) []string {
 				// Plain: kwok nodes have no colocation agent to publish
 				// reclaimed capacity; their allocatable is the capacity.
@@ -159,6 +164,46 @@ leaderElection:
 		}
 		return bindAll(ctx, fleet.ClientWith(o.qps, o.burst), ns, pods, nodes)
 	}
+	// The ceiling for schedulers already running (-running): the pods
+	// created as for them, each bound by the benchmark as soon as its
+	// creation returns, with as many bindings in flight.
+	createAndBind := func(ctx context.Context, ns string) error {
+		cl := fleet.ClientWith(o.qps, o.burst)
+		created := make(chan int, o.pods)
+		errc := make(chan error, 1)
+		go func() {
+			defer close(created)
+			errc <- kwokfleet.Parallel(ctx, o.pods, createWidth, func(i int) error {
+				if _, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, "bench-direct", i), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				created <- i
+				return nil
+			})
+		}()
+		var wg sync.WaitGroup
+		bindErrs := make(chan error, o.parallelism)
+		for range o.parallelism {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range created {
+					err := cl.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
+						Target: corev1.ObjectReference{Kind: "Node", Name: kwokfleet.NodeName(i % o.nodes)}}, metav1.CreateOptions{})
+					if err != nil && ctx.Err() == nil {
+						bindErrs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(bindErrs)
+		if err := <-errc; err != nil && ctx.Err() == nil {
+			return err
+		}
+		return <-bindErrs
+	}
 	// The floor of a scheduler started against pending pods: the ceiling
 	// plus what any scheduler must do before its first bind — learn the
 	// nodes and the pending pods, with one list each as an informer's
@@ -189,8 +234,12 @@ leaderElection:
 		}
 		return bindAll(ctx, cl, ns, pods, nodes)
 	}
-	schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: direct},
-		scheduler{name: "list-and-bind", schedulerName: "bench-listed", direct: listed})
+	if o.running {
+		schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: createAndBind})
+	} else {
+		schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: direct},
+			scheduler{name: "list-and-bind", schedulerName: "bench-listed", direct: listed})
+	}
 	if o.only != "" {
 		prefixes := strings.Split(o.only, ",")
 		schedulers = slices.DeleteFunc(schedulers, func(s scheduler) bool {
@@ -208,7 +257,7 @@ leaderElection:
 			if o.profiles != "" && s.name == "weft" {
 				prof.file = filepath.Join(o.profiles, fmt.Sprintf("weft-cpu-%d.pb.gz", round))
 			}
-			r, err := s.measure(ctx, client, fleet.Processes(), o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), prof)
+			r, err := s.measure(ctx, client, fleet.Processes(), o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), prof, o.running)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", s.name, round, err)
 			}
@@ -216,8 +265,12 @@ leaderElection:
 			if round <= 0 {
 				label = "w" // warm-up: printed, not counted
 			}
-			fmt.Printf("round %s  %-15s %d pods bound in %6.2fs from start (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s); first bind after %5.2fs; %s CPU %5.2fs\n",
-				label, s.name, o.pods, r.total.Seconds(), r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds(),
+			from := "start"
+			if o.running {
+				from = "1st create"
+			}
+			fmt.Printf("round %s  %-15s %d pods bound in %6.2fs from %s (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s); first bind after %5.2fs; %s CPU %5.2fs\n",
+				label, s.name, o.pods, r.total.Seconds(), from, r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds(),
 				(r.total - r.binding).Seconds(), s.cpuOf(), r.cpu.Seconds())
 			if r.rss > 0 {
 				fmt.Printf("          %s RSS at the last bind: %.0f MiB\n", s.name, float64(r.rss)/(1<<20))
@@ -229,16 +282,24 @@ leaderElection:
 			}
 		}
 	}
-	fmt.Printf("\n%d kwok nodes, %d pending pods, client QPS %g burst %d for all, median of %d round(s):\n",
-		o.nodes, o.pods, o.qps, o.burst, o.rounds)
+	how := "pending pods, each scheduler started after them"
+	if o.running {
+		how = "pods created while each scheduler runs"
+	}
+	fmt.Printf("\n%d kwok nodes, %d %s, client QPS %g burst %d for all, median of %d round(s):\n",
+		o.nodes, o.pods, how, o.qps, o.burst, o.rounds)
 	for _, s := range schedulers {
 		fmt.Printf("  %-15s %8.1f pods/s\n", s.name, median(results[s.name]))
 	}
 	if len(results["weft"]) > 0 && len(results["kube-scheduler"]) > 0 {
 		fmt.Printf("  ratio weft/kube-scheduler: %.2f× (target ≥ 3×)\n", median(results["weft"])/median(results["kube-scheduler"]))
 	}
+	ceiling := "binding with no scheduling at all"
+	if o.running {
+		ceiling = "creating the pods and binding each as its creation returns, with no scheduling at all"
+	}
 	for _, floor := range []struct{ name, what string }{
-		{"api-ceiling", "binding with no scheduling at all"},
+		{"api-ceiling", ceiling},
 		{"list-and-bind", "one list of nodes and of pods, then binding with no scheduling"},
 	} {
 		c := results[floor.name]
@@ -261,6 +322,69 @@ type scheduler struct {
 	name, schedulerName, bin string
 	args                     []string
 	direct                   func(ctx context.Context, ns string) error
+	// ready, for a process started with a web address (--webapp-address
+	// web), tells whether it schedules yet; nil: readyWait after its start.
+	ready func(ctx context.Context, web string) bool
+}
+
+// readyWait is how long a scheduler with no readiness to ask (kube-
+// scheduler, run with no secure port) is given to list and start before
+// a round of running schedulers creates its pods: it lists 1,000 nodes and
+// no pending pod in well under a second, and a longer wait only delays the
+// round's clock, which starts at the first creation.
+const readyWait = 5 * time.Second
+
+// waitReady waits until s, just started, schedules: ready polled every
+// 50 ms, or readyWait.
+func (s scheduler) waitReady(ctx context.Context, web string, exited <-chan struct{}) error {
+	if s.ready == nil {
+		select {
+		case <-time.After(readyWait):
+			return nil
+		case <-exited:
+			return errors.New("exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if s.ready(ctx, web) {
+			return nil
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-exited:
+			return errors.New("exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.New("not scheduling after a minute")
+}
+
+// weftReady tells whether weft-rm at web has run a scheduling cycle: it
+// has synced the nodes and the pods and its allocator runs.
+func weftReady(ctx context.Context, web string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+web+"/metrics", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return false
+	}
+	for _, m := range families["weft_scheduling_cycle_seconds"].GetMetric() {
+		if m.GetHistogram().GetSampleCount() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type result struct {
@@ -332,7 +456,7 @@ type profiling struct {
 	seconds, traceSeconds int
 }
 
-func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fleet map[string]int, n int, logFile string, prof profiling) (result, error) {
+func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fleet map[string]int, n int, logFile string, prof profiling, running bool) (result, error) {
 	ns := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixNano())
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return result{}, err
@@ -362,8 +486,10 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 			time.Sleep(time.Second)
 		}
 	}()
-	if err := createPods(ctx, client, ns, s.schedulerName, n); err != nil {
-		return result{}, err
+	if !running {
+		if err := createPods(ctx, client, ns, s.schedulerName, n); err != nil {
+			return result{}, err
+		}
 	}
 	// An informer, not a bare watch: the API server ends watches of a busy
 	// client, and the informer relists and rewatches.
@@ -403,16 +529,25 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	}
 	quiet := settle(ctx, fleet)
 
-	// The accounts first: reading the API server's /metrics takes a
-	// tenth of a second or more, which is no scheduler's.
-	before, servedBefore := takeAccount(fleet), apiServed(ctx, client)
-	start := time.Now()
 	var (
-		exited <-chan struct{}
-		cpu    func() time.Duration
-		rss    = func() int64 { return 0 }
+		start        time.Time
+		before       account
+		servedBefore served
+		exited       <-chan struct{}
+		cpu          func() time.Duration
+		rss          = func() int64 { return 0 }
+		// created receives the pods' creation's end, in a round of a
+		// running scheduler.
+		created = make(chan error, 1)
 	)
+	begin := func() {
+		// The accounts first: reading the API server's /metrics takes a
+		// tenth of a second or more, which is no scheduler's.
+		before, servedBefore = takeAccount(fleet), apiServed(ctx, client)
+		start = time.Now()
+	}
 	if s.direct != nil {
+		begin()
 		before := selfCPU()
 		cpu = func() time.Duration { return selfCPU() - before }
 		errc := make(chan error, 1)
@@ -421,12 +556,19 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	} else {
 		args := s.args
 		var saved chan struct{} // closed when the profile is saved
-		if prof.file != "" {
-			web, err := e2e.FreeAddr()
-			if err != nil {
+		var web string
+		if prof.file != "" || (running && s.ready != nil) {
+			var err error
+			if web, err = e2e.FreeAddr(); err != nil {
 				return result{}, err
 			}
-			args = append(slices.Clone(args), "--profiling", "--webapp-address", web)
+			args = append(slices.Clone(args), "--webapp-address", web)
+		}
+		if !running {
+			begin()
+		}
+		if prof.file != "" {
+			args = append(args, "--profiling")
 			saved = make(chan struct{})
 			go func() {
 				defer close(saved)
@@ -464,8 +606,29 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		exited = proc.Exited()
 		cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d }
 		rss = func() int64 { b, _ := e2e.ProcessRSS(proc.PID()); return b }
+		if running {
+			if err := s.waitReady(ctx, web, exited); err != nil {
+				return result{}, fmt.Errorf("%s not ready: %w; see %s", s.name, err, logFile)
+			}
+			begin()
+			atStart := cpu()
+			cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d - atStart }
+			go func() { created <- createPods(watchCtx, client, ns, s.schedulerName, n) }()
+		}
 	}
 	select {
+	case err := <-created:
+		if err != nil && ctx.Err() == nil {
+			return result{}, fmt.Errorf("create pods: %w", err)
+		}
+		// Created: wait for the bindings.
+		select {
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-exited:
+			return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
+		case <-done:
+		}
 	case <-ctx.Done():
 		mu.Lock()
 		defer mu.Unlock()
@@ -481,19 +644,27 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, rss: mem, others: quiet + "; " + others, served: served}, nil
 }
 
+// createWidth is how many pods are created at once.
+const createWidth = 64
+
 func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
-	return kwokfleet.Parallel(ctx, n, 64, func(i int) error {
-		_, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
-			Spec: corev1.PodSpec{
-				SchedulerName: schedulerName,
-				NodeSelector:  map[string]string{kwokfleet.NodeLabel: "kwok"},
-				Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
-			},
-		}, metav1.CreateOptions{})
+	return kwokfleet.Parallel(ctx, n, createWidth, func(i int) error {
+		_, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, schedulerName, i), metav1.CreateOptions{})
 		return err
 	})
+}
+
+// newPod is a round's i-th pod, for schedulerName to bind.
+func newPod(ns, schedulerName string, i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
+		Spec: corev1.PodSpec{
+			SchedulerName: schedulerName,
+			NodeSelector:  map[string]string{kwokfleet.NodeLabel: "kwok"},
+			Containers: []corev1.Container{{Name: "c", Image: "fake", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+		},
+	}
 }
 
 // selfCPU is this process's user+system CPU time so far.
