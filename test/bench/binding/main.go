@@ -10,8 +10,13 @@
 //
 // Each round creates the pods first, for one scheduler, and only then
 // starts that scheduler: its time runs from its start to the last pod
-// bound, startup and cache sync included. Both get the same client rate
-// limit (-qps, -burst) so that neither is held back by its defaults. All
+// bound, startup and cache sync included. With -running, a round
+// measures schedulers already running instead: each is started, and
+// ready, before the round creates its pods, and its time runs from the
+// first creation to the last pod bound (kube-scheduler's scheduler_perf
+// throughput); the ceiling then binds each pod as its creation returns.
+// All get the same client rate
+// limit (-qps, -burst) so that none is held back by its defaults. All
 // clients speak protobuf for built-in kinds — kube-scheduler by default,
 // weft-rm and the benchmark's own binders (kwokfleet's clients) through
 // translator/kubeclient — so the floors are measured with the encoding
