@@ -225,8 +225,8 @@ func (a *Allocator) Run(ctx context.Context) {
 	}
 }
 
-// pauseAfter is how long Run waits after a cycle that took took before
-// the next, kicked or not: as long as the cycle took, at most interval.
+// pauseAfter is how long Run waits after a cycle of the given length
+// before the next, kicked or not: as long as the cycle, at most interval.
 // Pods created one by one kick a cycle each; back to back, each cycle
 // reading every pod of the cluster, they took a core of their own
 // (test/bench/binding -running: weft-rm 5-6.5 s of CPU for 5,000 pods
