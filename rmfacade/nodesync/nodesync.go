@@ -481,13 +481,13 @@ func (s *Syncer) syncNode(name string) (time.Duration, error) {
 		rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
 			": the online load grew into the capacity Weft held"
 	}
-	if prev != nil && sameReport(prev, rec) && instant.Sub(time.UnixMilli(prev.LastHealthUpdate)) < reportRefresh {
-		// Nothing to tell: the node controller's first reconcile of every
-		// node after the first sync, a Node status heartbeat.
-		return s.staleIn(n, rec, instant), nil
-	}
-	if err := s.mgr.PutNode(rec); err != nil {
-		return 0, err
+	// A record that says what prev says is not written again (the node
+	// controller's first reconcile of every node after the first sync, a
+	// Node status heartbeat) until its report time is reportRefresh old.
+	if prev == nil || !sameReport(prev, rec) || instant.Sub(time.UnixMilli(prev.LastHealthUpdate)) >= reportRefresh {
+		if err := s.mgr.PutNode(rec); err != nil {
+			return 0, err
+		}
 	}
 	return s.staleIn(n, rec, instant), nil
 }
