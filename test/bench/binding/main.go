@@ -178,13 +178,7 @@ leaderElection:
 		errc := make(chan error, 1)
 		go func() {
 			defer close(created)
-			errc <- kwokfleet.Parallel(ctx, o.pods, createWidth, func(i int) error {
-				if _, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, "bench-direct", i), metav1.CreateOptions{}); err != nil {
-					return err
-				}
-				created <- i
-				return nil
-			})
+			errc <- createPods(ctx, client, ns, "bench-direct", o.pods, func(i int) { created <- i })
 		}()
 		var wg sync.WaitGroup
 		bindErrs := make(chan error, o.parallelism)
@@ -492,7 +486,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		}
 	}()
 	if !running {
-		if err := createPods(ctx, client, ns, s.schedulerName, n); err != nil {
+		if err := createPods(ctx, client, ns, s.schedulerName, n, nil); err != nil {
 			return result{}, err
 		}
 	}
@@ -618,29 +612,25 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 			begin()
 			atStart := cpu()
 			cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d - atStart }
-			go func() { created <- createPods(watchCtx, client, ns, s.schedulerName, n) }()
+			go func() { created <- createPods(watchCtx, client, ns, s.schedulerName, n, nil) }()
 		}
 	}
-	select {
-	case err := <-created:
-		if err != nil && ctx.Err() == nil {
-			return result{}, fmt.Errorf("create pods: %w", err)
-		}
-		// Created: wait for the bindings.
+	for waiting := true; waiting; {
 		select {
+		case err := <-created:
+			if err != nil && ctx.Err() == nil {
+				return result{}, fmt.Errorf("create pods: %w", err)
+			}
+			created = nil // created: wait for the bindings
 		case <-ctx.Done():
-			return result{}, ctx.Err()
+			mu.Lock()
+			defer mu.Unlock()
+			return result{}, fmt.Errorf("%d of %d pods bound: %w", len(bound), n, ctx.Err())
 		case <-exited:
 			return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
 		case <-done:
+			waiting = false
 		}
-	case <-ctx.Done():
-		mu.Lock()
-		defer mu.Unlock()
-		return result{}, fmt.Errorf("%d of %d pods bound: %w", len(bound), n, ctx.Err())
-	case <-exited:
-		return result{}, fmt.Errorf("%s exited; see %s", s.name, logFile)
-	case <-done:
 	}
 	used, mem, others := cpu(), rss(), takeAccount(fleet).since(before)
 	served := apiServed(ctx, client).since(servedBefore)
@@ -652,10 +642,17 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 // createWidth is how many pods are created at once.
 const createWidth = 64
 
-func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int) error {
+// createPods creates a round's n pods for schedulerName, createWidth at
+// once, and tells created (when not nil) of each as its creation returns.
+func createPods(ctx context.Context, client kubernetes.Interface, ns, schedulerName string, n int, created func(i int)) error {
 	return kwokfleet.Parallel(ctx, n, createWidth, func(i int) error {
-		_, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, schedulerName, i), metav1.CreateOptions{})
-		return err
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, newPod(ns, schedulerName, i), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if created != nil {
+			created(i)
+		}
+		return nil
 	})
 }
 
