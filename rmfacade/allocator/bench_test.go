@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/scheduler"
+	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/translator"
 )
 
 // BenchmarkCycle is a cycle of a busy RM — 1,000 nodes, 1,000 running
@@ -98,3 +106,68 @@ func BenchmarkCycle(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFirstCycleOfPods is the first cycle of an RM started against
+// pending pods, as in test/bench/binding: 1,000 nodes, 5,000 pods naming
+// Weft's scheduler, each its own job in root.default with a node
+// selector, all placed and set binding by one cycle. Its length is part of
+// every binding round's start, before the first pod is bound:
+//
+//	go test ./rmfacade/allocator -run '^$' -bench FirstCycleOfPods -benchtime 20x
+func BenchmarkFirstCycleOfPods(b *testing.B) {
+	const nodes, pods = 1000, 5000
+	ctx := context.Background()
+	st, err := state.OpenMemory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tree, err := quota.NewTree(quota.DefaultQueues)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr := rm.New(st, tree, rm.Options{Logger: quiet})
+	kube := &versionedNodes{nodes: map[string]*corev1.Node{}}
+	taint := corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+	for i := range nodes {
+		id := fmt.Sprintf("n%04d", i)
+		kube.nodes[id] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{"type": "kwok"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
+		if err := mgr.PutNode(&records.Node{ID: id, Host: id, HTTPAddress: id + ":8042", State: records.NodeRunning,
+			Capability: records.Resource{MemoryMB: 256 << 10, VCores: 32}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	source := &podsAtBoundary{}
+	for i := range pods {
+		source.add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: "bench",
+			UID: types.UID(fmt.Sprint("uid-", i)), ResourceVersion: "1"},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"type": "kwok"},
+				Tolerations: []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}})
+	}
+	unbound := slices.Clone(source.pods)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		source.pods = slices.Clone(unbound)
+		a := New(mgr, Options{Logger: quiet, Pods: &placedOnly{source}, Profile: translator.Plain, Nodes: kube,
+			Scheduler: scheduler.Options{PercentageOfNodesToScore: scheduler.AdaptivePercentage}}) // weft-rm's default
+		b.StartTimer()
+		granted, err := a.Cycle(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if granted != pods {
+			b.Fatalf("placed %d pods, want %d", granted, pods)
+		}
+	}
+}
+
+// placedOnly is a PodSource whose bindings never complete: a cycle counts
+// its pods bound as it sets them binding, and nothing after matters.
+type placedOnly struct{ *podsAtBoundary }
+
+func (placedOnly) BindAsync(context.Context, []podbinder.Binding, func([]error)) {}

@@ -96,3 +96,57 @@ func TestConstraintsKeptUntilNodesMove(t *testing.T) {
 		t.Errorf("after a node joined the cycle looked %d nodes up, want 3", looked)
 	}
 }
+
+// Pods share a memo entry exactly when their selector, affinity and
+// tolerations are the same.
+func TestConstraintKey(t *testing.T) {
+	secs := int64(30)
+	pod := func(edit func(*corev1.PodSpec)) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone": "x", "type": "kwok"},
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}}
+		if edit != nil {
+			edit(&p.Spec)
+		}
+		return p
+	}
+	affinity := func(value string) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{value}}}}}}}}
+	}
+	cases := []struct {
+		name string
+		edit func(*corev1.PodSpec)
+		same bool
+	}{
+		{"the same constraints", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"type": "kwok", "zone": "x"} }, true},
+		{"containers and labels apart", func(s *corev1.PodSpec) { s.Containers = []corev1.Container{{Name: "c"}} }, true},
+		{"a selector value", func(s *corev1.PodSpec) { s.NodeSelector["zone"] = "y" }, false},
+		{"a selector key moved to a toleration", func(s *corev1.PodSpec) {
+			delete(s.NodeSelector, "zone")
+			s.Tolerations = append(s.Tolerations, corev1.Toleration{Key: "zone", Value: "x"})
+		}, false},
+		{"a toleration's effect", func(s *corev1.PodSpec) { s.Tolerations[0].Effect = corev1.TaintEffectNoExecute }, false},
+		{"a toleration's seconds", func(s *corev1.PodSpec) { s.Tolerations[0].TolerationSeconds = &secs }, false},
+		{"no selector", func(s *corev1.PodSpec) { s.NodeSelector = nil }, false},
+		{"an affinity", func(s *corev1.PodSpec) { s.Affinity = affinity("x") }, false},
+	}
+	base, err := constraintKey(pod(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		key, err := constraintKey(pod(tc.edit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (key == base) != tc.same {
+			t.Errorf("%s: same key %v, want %v", tc.name, key == base, tc.same)
+		}
+	}
+	a, _ := constraintKey(pod(func(s *corev1.PodSpec) { s.Affinity = affinity("x") }))
+	b, _ := constraintKey(pod(func(s *corev1.PodSpec) { s.Affinity = affinity("y") }))
+	if a == b {
+		t.Error("two affinities share a key")
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 var _ reconcile.Reconciler = (*Syncer)(nil)
@@ -26,7 +27,7 @@ var _ reconcile.Reconciler = (*Syncer)(nil)
 // updates its node in YARN's RM, and asks to be woken when what it read
 // goes stale on its own (a cooldown's end, an agent's heartbeat ageing).
 func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+	if !kubeclient.WaitForSync(ctx, s.synced()...) {
 		return reconcile.Result{}, fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
 	}
 	after, err := s.syncNode(req.Name)

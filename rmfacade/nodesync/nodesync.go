@@ -31,6 +31,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // Options configures a Syncer.
@@ -350,7 +351,7 @@ func cnrAllocatable(obj any) corev1.ResourceList {
 // have listed everything: the first pass, after which the allocator may
 // place containers; Reconcile keeps each node current after it.
 func (s *Syncer) Sync(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced()...) {
+	if !kubeclient.WaitForSync(ctx, s.synced()...) {
 		return fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
 	}
 	nodeList, err := s.nodes.List(labels.Everything())

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 // DefaultSchedulerName is the spec.schedulerName of the pods Weft binds.
@@ -166,7 +168,7 @@ func (b *Binder) Run(ctx context.Context) {
 // WaitForSync waits until the watch has listed every pod once: before
 // that, a cycle would take bound pods' capacity for free.
 func (b *Binder) WaitForSync(ctx context.Context) bool {
-	return cache.WaitForCacheSync(ctx.Done(), b.informer.HasSynced)
+	return kubeclient.WaitForSync(ctx, b.informer.HasSynced)
 }
 
 // Pods returns the pods waiting for a node and those holding one (bound,
