@@ -24,6 +24,7 @@ import (
 	"github.com/weft-sh/weft/scheduler"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 func main() {
@@ -142,6 +143,7 @@ func main() {
 	}
 	if cfg.Kubernetes != nil {
 		cfg.Kubernetes.QPS, cfg.Kubernetes.Burst = float32(*kubeQPS), *kubeBurst
+		kubeclient.Uncompressed(cfg.Kubernetes) // as kube-scheduler's (controller-runtime's lists too)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

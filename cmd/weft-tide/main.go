@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/weft-sh/weft/scheduler/tide"
+	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 		fail(2, "kubernetes: %v", err)
 	}
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	kubeclient.Uncompressed(cfg) // as kube-controller-manager's: it lists every node
 	scheme, err := tide.NewScheme()
 	if err != nil {
 		fail(1, "%v", err)

@@ -43,16 +43,31 @@ const (
 // setting it on cfg would send its Queue requests in protobuf too.
 //
 // The copy also gets a transport of its own that dials only when it must
-// (multiplexed), when cfg allows one.
+// (multiplexed), when cfg allows one, and asks for responses uncompressed
+// (Uncompressed).
 func Protobuf(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = ContentType
 	c.AcceptContentTypes = AcceptContentTypes
+	Uncompressed(c)
 	if err := multiplexed(c); err != nil {
 		return rest.CopyConfig(cfg) // cfg's TLS unreadable: its own transport will say so
 	}
 	return c
 }
+
+// Uncompressed makes cfg's clients ask the API server for responses as
+// they are, not gzipped. Go's HTTP transports ask for gzip by default, and
+// the API server compresses every response over 128 KiB — each list of
+// nodes and pods. On the networks between control-plane components that
+// costs CPU on both ends and lengthens the list rather than shortening it,
+// which is why kube-scheduler and kube-controller-manager turn it off
+// (kubernetes/kubernetes#80919, rest.Config.DisableCompression). Measured
+// against test/bench/binding's API server: a list of 1,000 nodes took it
+// ~60 ms of CPU gzipped, ~25 ms not (2.2 MB either way on loopback); the
+// lists weft-rm makes when it starts, before its first binding, were a
+// third of a second of the API server's CPU a round.
+func Uncompressed(cfg *rest.Config) { cfg.DisableCompression = true }
 
 // multiplexed gives c a transport that speaks HTTP/2 alone and opens a
 // connection to the API server only when the ones it holds carry as many
@@ -91,7 +106,8 @@ func multiplexed(c *rest.Config) error {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	c.Transport = &http2.Transport{
-		TLSClientConfig: tlsConf,
+		TLSClientConfig:    tlsConf,
+		DisableCompression: c.DisableCompression,
 		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
 			conn, err := dial(ctx, network, addr)
 			if err != nil {

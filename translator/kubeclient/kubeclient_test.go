@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -158,5 +159,47 @@ func TestManyRequestsFewConnections(t *testing.T) {
 	}
 	if conns > 5 {
 		t.Errorf("%d connections for %d requests at most 100 to a connection, want 3 to 5", conns, requests)
+	}
+}
+
+// A clientset from New asks for responses uncompressed, through
+// multiplexed's transport and through client-go's (a config with a proxy
+// function keeps client-go's): the API server gzips every list over 128 KiB
+// for a client that asks. (Over plain HTTP client-go uses Go's default
+// transport, which asks whatever the config says; no API server serves so.)
+func TestResponsesUncompressed(t *testing.T) {
+	for _, transport := range []string{"multiplexed", "client-go's"} {
+		t.Run(transport, func(t *testing.T) {
+			asked := make(chan string, 1)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case asked <- r.Header.Get("Accept-Encoding"):
+				default:
+				}
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}})
+			}))
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+			defer srv.Close()
+			cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{
+				CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+			if transport == "client-go's" {
+				cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+			}
+			client, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.DisableCompression {
+				t.Error("the given config changed")
+			}
+			if _, err := client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if enc := <-asked; enc != "" {
+				t.Errorf("Accept-Encoding %q, want none", enc)
+			}
+		})
 	}
 }
