@@ -226,18 +226,25 @@ func (a *Allocator) Run(ctx context.Context) {
 }
 
 // pauseAfter is how long Run waits after a cycle of the given length
-// before the next, kicked or not: as long as the cycle, at most interval.
-// Pods created one by one kick a cycle each; back to back, each cycle
-// reading every pod of the cluster, they took a core of their own
+// before the next, kicked or not: three times as long as the cycle, at most
+// interval. Pods created one by one kick a cycle each; back to back, each
+// cycle reading every pod of the cluster, they took a core of their own
 // (test/bench/binding -running: weft-rm 5-6.5 s of CPU for 5,000 pods
 // against 1.6 s when the same pods are placed in one cycle) — the API
 // server's, on a small control plane. Waiting as long as the last cycle
-// took keeps scheduling to half a core at most and lets the next cycle
-// take the arrivals in between together; a cycle of a millisecond (an
-// AM's ask among a few changes) waits a millisecond.
+// took halved it; the cycles were still 60% of weft-rm's CPU in such a
+// round (3.5 s of 5.8), two thirds of each the part that reads every pod
+// and application whatever changed. Waiting three times as long keeps
+// scheduling under a quarter of a core and lets the next cycle take the
+// arrivals in between together; a cycle of a millisecond (an AM's ask among
+// a few changes) waits three. YARN's asynchronous CapacityScheduler waits
+// between passes too (schedule-asynchronously.scheduling-interval-ms).
 func pauseAfter(took, interval time.Duration) time.Duration {
-	return min(took, interval)
+	return min(pauseFactor*took, interval)
 }
+
+// pauseFactor is how many times a cycle's length Run waits after it.
+const pauseFactor = 3
 
 // request ids carry the attempt and ask they came from.
 type pendingRequest struct {

@@ -91,8 +91,9 @@ func TestOutstanding(t *testing.T) {
 
 func TestPauseAfterACycle(t *testing.T) {
 	for _, c := range []struct{ took, interval, want time.Duration }{
-		{time.Millisecond, time.Second, time.Millisecond},
-		{30 * time.Millisecond, time.Second, 30 * time.Millisecond},
+		{time.Millisecond, time.Second, 3 * time.Millisecond},
+		{30 * time.Millisecond, time.Second, 90 * time.Millisecond},
+		{400 * time.Millisecond, time.Second, time.Second},
 		{3 * time.Second, time.Second, time.Second},
 		{0, time.Second, 0},
 	} {
