@@ -36,7 +36,8 @@ import (
 // Options configures an Allocator.
 type Options struct {
 	// Interval between cycles when nothing asks for one (default 1s); a
-	// changed ask starts a cycle at once.
+	// changed ask starts a cycle as soon as the pause after the last one
+	// ends (pauseAfter).
 	Interval time.Duration
 	// Tiers decides which containers are the job's minimum (medium) and
 	// which are elastic (low).

@@ -1,8 +1,9 @@
 // Package kubeclient builds the clientsets of built-in kinds that Weft's
 // processes use — the RM's launcher, binder and state store, the node
 // plugin, the benchmarks' own binders — with the encoding Kubernetes' own
-// components use. The RM and the node plugin both need it, so it belongs
-// to neither of them.
+// components use, and waits for their informers' first lists
+// (WaitForSync). The RM and the node plugin both need it, so it belongs to
+// neither of them.
 package kubeclient
 
 import (
