@@ -98,7 +98,7 @@ func main() {
 	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
-	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds) in this directory")
+	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs from weft-rm's start")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns; list-and-bind is left out")
@@ -255,6 +255,9 @@ leaderElection:
 			prof := profiling{seconds: o.profileSeconds, traceSeconds: o.traceSeconds}
 			if o.profiles != "" && s.name == "weft" {
 				prof.file = filepath.Join(o.profiles, fmt.Sprintf("weft-cpu-%d.pb.gz", round))
+			}
+			if o.profiles != "" {
+				prof.apiFile = filepath.Join(o.profiles, fmt.Sprintf("apiserver-cpu-%s-%d.pb.gz", s.name, round))
 			}
 			r, err := s.measure(ctx, client, fleet.Processes(), o.pods, filepath.Join(logs, fmt.Sprintf("%s-%d.log", s.name, round)), prof, o.running)
 			if err != nil {
@@ -444,17 +447,33 @@ func middle(v []float64) float64 {
 	return v[len(v)/2]
 }
 
-// measure creates the pods in a fresh namespace, starts the scheduler,
-// waits for every pod to be bound, stops the scheduler and removes the
-// namespace's pods.
+// saveAPIProfile saves the API server's CPU profile of the next seconds
+// into file (kube-apiserver serves /debug/pprof to its admin by default).
+func saveAPIProfile(ctx context.Context, client kubernetes.Interface, seconds int, file string) error {
+	b, err := client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
 // profiling is what a round saves of weft-rm: a CPU profile of its first
 // seconds into file (none when empty), and an execution trace of its
-// first traceSeconds beside it.
+// first traceSeconds beside it; and of the API server, for every
+// scheduler, a CPU profile of the round's first seconds into apiFile:
+// what each scheduler costs the API server beyond its bindings.
 type profiling struct {
-	file                  string
+	file, apiFile         string
 	seconds, traceSeconds int
 }
 
+// measure creates the pods in a fresh namespace, starts the scheduler,
+// waits for every pod to be bound, stops the scheduler and removes the
+// namespace's pods.
 func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fleet map[string]int, n int, logFile string, prof profiling, running bool) (result, error) {
 	ns := fmt.Sprintf("bench-%s-%d", s.name, time.Now().UnixNano())
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -539,12 +558,27 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		// running scheduler.
 		created = make(chan error, 1)
 	)
+	var apiProfiled chan struct{} // closed when the API server's profile is saved
 	begin := func() {
 		// The accounts first: reading the API server's /metrics takes a
 		// tenth of a second or more, which is no scheduler's.
 		before, servedBefore = takeAccount(fleet), apiServed(ctx, client)
+		if prof.apiFile != "" {
+			apiProfiled = make(chan struct{})
+			go func() {
+				defer close(apiProfiled)
+				if err := saveAPIProfile(ctx, client, prof.seconds, prof.apiFile); err != nil {
+					fmt.Println("   API server CPU profile:", err)
+				}
+			}()
+		}
 		start = time.Now()
 	}
+	defer func() {
+		if apiProfiled != nil {
+			<-apiProfiled // before the round's pods are deleted
+		}
+	}()
 	if s.direct != nil {
 		begin()
 		before := selfCPU()
