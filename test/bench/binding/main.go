@@ -99,7 +99,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
-	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs from weft-rm's start")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs: weft-rm's from its start, the API server's from the round's")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns; list-and-bind is left out")
 	flag.Parse()
