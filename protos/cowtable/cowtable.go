@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/btree"
 )
@@ -191,16 +192,10 @@ func ascend[T any](b *btree.BTreeG[entry[T]], prefix string, fn func(*T) bool) {
 // without id, or without a key for an index that does not allow one
 // missing, is refused and the table left as it was.
 func (t Table[T]) Insert(obj *T) error {
+	if err := t.check(obj); err != nil {
+		return err
+	}
 	id := t.id(obj)
-	if id == "" {
-		return fmt.Errorf("cowtable: %s: object without id", t.name)
-	}
-	for i := range t.index {
-		ix := &t.index[i]
-		if !ix.AllowMissing && !ix.each(obj, func(string) {}) {
-			return fmt.Errorf("cowtable: %s %s: missing value for index %s", t.name, id, ix.Name)
-		}
-	}
 	old, had := t.ids.ReplaceOrInsert(entry[T]{key: id, obj: obj})
 	if had {
 		// A replaced object's id string is kept, and the one just
@@ -271,3 +266,104 @@ func (t Table[T]) StoredID(id string) string {
 
 // ID returns obj's id in t.
 func (t Table[T]) ID(obj *T) string { return t.id(obj) }
+
+// ErrBatch is wrapped by InsertNew and DeleteHeld for an object the batch
+// may not name: an id the table already holds, or one it does not hold as
+// that very object.
+var ErrBatch = errors.New("batch refused")
+
+// batchParallel is the smallest batch whose trees InsertNew and DeleteHeld
+// write on a goroutine each; below it, starting the goroutines costs more
+// than they save.
+const batchParallel = 256
+
+// InsertNew inserts objs, none of which the table may hold yet (nor two of
+// them share an id), writing the tree by id and each index's tree on a
+// goroutine of its own: a batch of a hundred thousand (a scheduling plan's
+// allocations) then costs about its slowest tree's writes rather than the
+// sum of them all, which for the B-trees' lookups (cache misses, mostly)
+// is most of a large write's time (issue 18).
+//
+// An object without id or without a required index key is refused before
+// anything is written. An id the table holds already is found only while
+// writing: the error wraps ErrBatch and the table is left part-written,
+// to be dropped with its write transaction.
+func (t Table[T]) InsertNew(objs []*T) error {
+	for _, obj := range objs {
+		if err := t.check(obj); err != nil {
+			return err
+		}
+	}
+	return t.eachTree(len(objs), func(tree *btree.BTreeG[entry[T]], ix *Index[T]) error {
+		for _, obj := range objs {
+			id := t.id(obj)
+			if ix != nil {
+				ix.each(obj, func(k string) { tree.ReplaceOrInsert(entry[T]{key: k, id: id, obj: obj}) })
+				continue
+			}
+			if _, had := tree.ReplaceOrInsert(entry[T]{key: id, obj: obj}); had {
+				return fmt.Errorf("cowtable: %s %q held already: %w", t.name, id, ErrBatch)
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteHeld removes objs, each the very object the table holds under its
+// id (as Get returned it), from the tree by id and each index's tree on a
+// goroutine of its own, as InsertNew writes. Since each index's entries
+// are found from the objects themselves, an object the table does not
+// hold is found only while writing: the error wraps ErrBatch and the table
+// is left part-written, to be dropped with its write transaction.
+func (t Table[T]) DeleteHeld(objs []*T) error {
+	return t.eachTree(len(objs), func(tree *btree.BTreeG[entry[T]], ix *Index[T]) error {
+		for _, obj := range objs {
+			id := t.id(obj)
+			if ix != nil {
+				ix.each(obj, func(k string) { tree.Delete(entry[T]{key: k, id: id}) })
+				continue
+			}
+			if old, had := tree.Delete(entry[T]{key: id}); !had || old.obj != obj {
+				return fmt.Errorf("cowtable: %s %q not held as given: %w", t.name, id, ErrBatch)
+			}
+		}
+		return nil
+	})
+}
+
+// check is Insert's refusal of an object without id or index key.
+func (t Table[T]) check(obj *T) error {
+	id := t.id(obj)
+	if id == "" {
+		return fmt.Errorf("cowtable: %s: object without id", t.name)
+	}
+	for i := range t.index {
+		ix := &t.index[i]
+		if !ix.AllowMissing && !ix.each(obj, func(string) {}) {
+			return fmt.Errorf("cowtable: %s %s: missing value for index %s", t.name, id, ix.Name)
+		}
+	}
+	return nil
+}
+
+// eachTree calls write with the tree by id (and a nil index) and with each
+// index's tree, on a goroutine each for a batch of n ≥ batchParallel, and
+// returns their errors joined. The trees share no node, so their writers
+// do not race.
+func (t Table[T]) eachTree(n int, write func(*btree.BTreeG[entry[T]], *Index[T]) error) error {
+	errs := make([]error, 1+len(t.index))
+	if n < batchParallel {
+		errs[0] = write(t.ids, nil)
+		for i := range t.index {
+			errs[1+i] = write(t.by[i], &t.index[i])
+		}
+		return errors.Join(errs...)
+	}
+	var wg sync.WaitGroup
+	for i := range t.index {
+		wg.Go(func() { errs[1+i] = write(t.by[i], &t.index[i]) })
+	}
+	errs[0] = write(t.ids, nil)
+	wg.Wait()
+	return errors.Join(errs...)
+}

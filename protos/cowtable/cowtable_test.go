@@ -2,6 +2,7 @@ package cowtable
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"unsafe"
@@ -273,4 +274,108 @@ func TestStoredID(t *testing.T) {
 	if got := ids(tb.By(byApp, "b")); !slices.Equal(got, []string{"r1"}) {
 		t.Errorf("by app b: %v", got)
 	}
+}
+
+// TestBatches checks that InsertNew and DeleteHeld leave a table as the
+// same Inserts and Deletes one by one do, in batches written on one
+// goroutine and on a goroutine per tree (batchParallel), on a clone whose
+// table stays as it was; and what each refuses.
+func TestBatches(t *testing.T) {
+	for _, n := range []int{batchParallel / 8, batchParallel * 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			one, base := newRows(), newRows()
+			for i := range n / 2 { // objects both hold before the batches
+				r := &row{id: fmt.Sprintf("old-%04d", i), app: fmt.Sprintf("a%d", i%7), node: fmt.Sprintf("n%d", i%5)}
+				if err := one.Insert(r); err != nil {
+					t.Fatal(err)
+				}
+				if err := base.Insert(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var fresh, held []*row
+			for i := range n {
+				r := &row{id: fmt.Sprintf("new-%04d", n-i), app: fmt.Sprintf("a%d", i%7), tags: []string{"t", fmt.Sprint(i % 3)}}
+				if i%2 == 0 {
+					r.node = fmt.Sprintf("n%d", i%5)
+				}
+				fresh = append(fresh, r)
+				if err := one.Insert(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < n/2; i += 3 {
+				held = append(held, base.Get(fmt.Sprintf("old-%04d", i)))
+			}
+			held = append(held, fresh[1], fresh[len(fresh)-1])
+			for _, r := range held {
+				if err := one.Delete(r.id); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			batch := base.Clone()
+			if err := batch.InsertNew(fresh); err != nil {
+				t.Fatal(err)
+			}
+			if err := batch.DeleteHeld(held); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := dump(batch), dump(one); !slices.Equal(got, want) {
+				t.Errorf("batches left\n%v\none by one\n%v", got, want)
+			}
+			if base.Len() != n/2 || len(base.By(byTag, "t")) != 0 {
+				t.Errorf("the cloned table changed: %d objects, %d tagged", base.Len(), len(base.By(byTag, "t")))
+			}
+
+			refused := []struct {
+				name  string
+				write func(Table[row]) error
+				batch bool // found while writing (ErrBatch), else before
+			}{
+				{"an id held already", func(tb Table[row]) error {
+					return tb.InsertNew(append(slices.Clone(fresh[:n-1]), &row{id: "old-0001", app: "x"}))
+				}, true},
+				{"an id twice", func(tb Table[row]) error {
+					return tb.InsertNew(append(slices.Clone(fresh[:n-1]), &row{id: fresh[0].id, app: "x"}))
+				}, true},
+				{"an object without a required key", func(tb Table[row]) error {
+					return tb.InsertNew(append(slices.Clone(fresh[:n-1]), &row{id: "x"}))
+				}, false},
+				{"an id not held", func(tb Table[row]) error {
+					return tb.DeleteHeld([]*row{base.Get("old-0001"), {id: "missing", app: "x"}})
+				}, true},
+				{"an object not the one held", func(tb Table[row]) error {
+					c := *base.Get("old-0001")
+					return tb.DeleteHeld([]*row{base.Get("old-0002"), &c})
+				}, true},
+			}
+			for _, c := range refused {
+				tb := base.Clone()
+				err := c.write(tb)
+				switch {
+				case err == nil:
+					t.Errorf("%s: written", c.name)
+				case errors.Is(err, ErrBatch) != c.batch:
+					t.Errorf("%s: error %v, ErrBatch %v", c.name, err, c.batch)
+				case !c.batch && !slices.Equal(dump(tb), dump(base)):
+					t.Errorf("%s: refused, but the table changed", c.name)
+				}
+			}
+		})
+	}
+}
+
+// dump lists every object of a table of rows and every index entry, in
+// order.
+func dump(tb Table[row]) []string {
+	out := scan(0, func(fn func(*row) bool) { tb.Ascend("", fn) })
+	for ix := range tb.index {
+		out = append(out, fmt.Sprintf("index %d:", ix))
+		tb.by[ix].Ascend(func(e entry[row]) bool {
+			out = append(out, e.key+"/"+e.id+"="+e.obj.id)
+			return true
+		})
+	}
+	return out
 }

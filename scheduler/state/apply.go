@@ -1,7 +1,9 @@
 package state
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
@@ -23,8 +25,9 @@ import (
 func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	base := s.cur.Load() // what w is cloned from: writeMu keeps it the latest
 	w := s.begin()
-	a := &applier{Txn: w, nodes: map[string]*objects.Node{}, queues: map[string]*objects.QueueUsage{}}
+	a := newApplier(w, base, p)
 	res := &objects.PlanResult{Index: w.index, Applied: make([]objects.Unit, 0, len(p.Units))}
 	for _, u := range p.Units {
 		if reason := a.unit(u); reason != "" {
@@ -32,6 +35,11 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 			continue
 		}
 		res.Applied = append(res.Applied, u)
+	}
+	// The victims are looked up after the placements are written, so that
+	// the tables a preemption reads are the plan's own.
+	if err := a.written(); err != nil {
+		return nil, err
 	}
 	for _, pr := range p.Preemptions {
 		ok, err := a.preempt(pr)
@@ -49,20 +57,106 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 	return res, nil
 }
 
-// applier caches the nodes and queue rows a plan touches and writes each
-// back once, instead of once per placement: a large plan changes the same
-// few queue rows tens of thousands of times. A request placed earlier in
-// the plan is gone from the transaction's requests, which is how a later
-// unit naming it again is refused.
+// applier checks a plan's units one by one while a writer goroutine
+// writes the units it accepted before.
+//
+// It caches the nodes and queue rows a plan touches and writes each back
+// once, instead of once per placement: a large plan changes the same few
+// queue rows tens of thousands of times. An accepted unit's requests are
+// deleted and its allocations inserted by the writer, in chunks: that
+// touches five B-trees (each table's by id and its indexes), most of a
+// large plan's cost (issue 18), and the writer works on those trees in
+// parallel with each other and with the checks. So unit reads requests
+// and allocations not in the transaction, which the writer is changing,
+// but in the version it began from (base, which nothing writes), plus
+// what earlier units of the plan placed (placed, gangPlaced).
 type applier struct {
 	*Txn
+	base   reader
 	nodes  map[string]*objects.Node
 	queues map[string]*objects.QueueUsage
+	// apps caches the plan's applications by id (nil: gone), lineages
+	// their queues' lineages: a plan's units are of few applications.
+	apps     map[string]*objects.Application
+	lineages map[string][]string
+	// placed holds the requests accepted units placed, which a later unit
+	// naming one again is refused for; gangPlaced counts the gang members
+	// placed per application, for a later unit's gang check.
+	placed     map[*objects.Request]struct{}
+	gangPlaced map[string]int
+	// next is the chunk of accepted placements not yet handed to the
+	// writer through chunks; wrote reports the writer's end.
+	next   chunk
+	chunks chan chunk
+	wrote  chan error
 	// seen and nodeAdd are unit's scratch for units too large to check
 	// by scanning (see smallUnit), kept to be cleared rather than made
 	// for each unit.
 	seen    map[string]bool
 	nodeAdd map[string]quota.Resource
+}
+
+// chunk is accepted units' requests and the allocations that replace
+// them, for the writer.
+type chunk struct {
+	taken []*objects.Request
+	made  []*objects.Allocation
+}
+
+// chunkSize is the most placements a chunk holds: enough that each
+// chunk's trees are worth a goroutine each (cowtable's batches), few
+// enough that the writer starts early in a large plan.
+const chunkSize = 2048
+
+func newApplier(w *Txn, base *db, p *objects.Plan) *applier {
+	n := 0
+	for _, u := range p.Units {
+		n += len(u.Placements)
+	}
+	a := &applier{Txn: w, base: reader{db: base, queue: w.queue}, nodes: map[string]*objects.Node{},
+		queues: map[string]*objects.QueueUsage{}, apps: map[string]*objects.Application{}, lineages: map[string][]string{},
+		placed: make(map[*objects.Request]struct{}, n), gangPlaced: map[string]int{},
+		chunks: make(chan chunk, 4), wrote: make(chan error, 1)}
+	go a.write()
+	return a
+}
+
+// write is the writer: it applies each chunk to the transaction, the
+// requests' trees and the allocations' side by side. The checks made sure
+// of every id, so an error is the store's, and fails the plan; chunks
+// after one are drained unwritten.
+func (a *applier) write() {
+	var err error
+	for c := range a.chunks {
+		if err != nil {
+			continue
+		}
+		var deleted error
+		var wg sync.WaitGroup
+		wg.Go(func() { deleted = a.db.requests.DeleteHeld(c.taken) })
+		inserted := a.db.allocations.InsertNew(c.made)
+		wg.Wait()
+		err = errors.Join(deleted, inserted)
+	}
+	a.wrote <- err
+}
+
+// flushChunk hands the accepted placements not yet written to the writer.
+func (a *applier) flushChunk() {
+	if len(a.next.taken) > 0 {
+		a.chunks <- a.next
+		a.next = chunk{}
+	}
+}
+
+// written waits for the writer to write every accepted unit.
+func (a *applier) written() error {
+	a.flushChunk()
+	close(a.chunks)
+	if err := <-a.wrote; err != nil {
+		return fmt.Errorf("state: apply plan: %w", err)
+	}
+	return nil
 }
 
 // smallUnit is the most placements a unit checks for repeated requests
@@ -99,29 +193,47 @@ func (a *applier) queueRow(path string) *objects.QueueUsage {
 	return q
 }
 
-// repeated reports whether a unit's earlier placements name id.
-func (a *applier) repeated(earlier []objects.Placement, id string, small bool) bool {
+func (a *applier) app(id string) *objects.Application {
+	if app, ok := a.apps[id]; ok {
+		return app
+	}
+	app := a.base.Application(id)
+	a.apps[id] = app
+	return app
+}
+
+// repeated reports whether a unit's earlier placements, or an earlier
+// unit's, name r.
+func (a *applier) repeated(earlier []objects.Placement, r *objects.Request, small bool) bool {
+	if _, ok := a.placed[r]; ok {
+		return true
+	}
 	if !small {
-		return a.seen[id]
+		return a.seen[r.ID]
 	}
 	for _, pl := range earlier {
-		if pl.RequestID == id {
+		if pl.RequestID == r.ID {
 			return true
 		}
 	}
 	return false
 }
 
-// unit checks and applies one unit; it returns why it was rejected, or "".
+// unit checks one unit and, if it passes, charges its nodes and queues
+// and queues its writes for place; it returns why it was rejected, or "".
 func (a *applier) unit(u objects.Unit) string {
-	app := a.Application(u.AppID)
+	app := a.app(u.AppID)
 	if app == nil {
 		return "application gone"
 	}
 	if len(u.Placements) == 0 {
 		return "empty unit"
 	}
-	lineage := a.queue.Lineage(app.Queue)
+	lineage, ok := a.lineages[app.Queue]
+	if !ok {
+		lineage = a.queue.Lineage(app.Queue)
+		a.lineages[app.Queue] = lineage
+	}
 	small := len(u.Placements) <= smallUnit
 	if !small {
 		if a.seen == nil {
@@ -134,8 +246,8 @@ func (a *applier) unit(u objects.Unit) string {
 	var total quota.Resource
 	gangMembers := 0
 	for i, pl := range u.Placements {
-		r := a.Request(pl.RequestID)
-		if r == nil || a.repeated(u.Placements[:i], pl.RequestID, small) {
+		r := a.base.Request(pl.RequestID)
+		if r == nil || a.repeated(u.Placements[:i], r, small) {
 			return fmt.Sprintf("request %s no longer pending", pl.RequestID)
 		}
 		if r.AppID != u.AppID {
@@ -180,11 +292,12 @@ func (a *applier) unit(u objects.Unit) string {
 	}
 	if u.Gang && app.MinMembers > 0 {
 		have := 0
-		for _, al := range a.AllocationsOfApp(app.ID) {
+		for _, al := range a.base.AllocationsOfApp(app.ID) {
 			if al.Tier.Gang() {
 				have++
 			}
 		}
+		have += a.gangPlaced[app.ID]
 		if have+gangMembers < app.MinMembers {
 			return fmt.Sprintf("gang of %s incomplete: %d of %d members", app.ID, have+gangMembers, app.MinMembers)
 		}
@@ -205,17 +318,20 @@ func (a *applier) unit(u objects.Unit) string {
 		row.Used.AddInPlace(total)
 		row.Pending.SubInPlace(total)
 	}
+	if a.next.taken == nil {
+		a.next = chunk{taken: make([]*objects.Request, 0, chunkSize), made: make([]*objects.Allocation, 0, chunkSize)}
+	}
 	for i, r := range reqs {
-		if err := a.db.requests.Delete(r.ID); err != nil {
-			return "store: " + err.Error()
-		}
+		a.placed[r] = struct{}{}
+		a.next.taken = append(a.next.taken, r)
 		// The node's and the application's own id strings, so that the
 		// allocation holds no copy of either.
-		al := &objects.Allocation{ID: r.ID, AppID: app.ID, Queue: r.Queue, NodeID: a.nodes[u.Placements[i].NodeID].ID,
-			Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index}
-		if err := a.db.allocations.Insert(al); err != nil {
-			return "store: " + err.Error()
-		}
+		a.next.made = append(a.next.made, &objects.Allocation{ID: r.ID, AppID: app.ID, Queue: r.Queue,
+			NodeID: a.nodes[u.Placements[i].NodeID].ID, Tier: r.Tier, Resource: r.Resource, CreateIndex: a.index, ModifyIndex: a.index})
+	}
+	a.gangPlaced[app.ID] += gangMembers
+	if len(a.next.taken) >= chunkSize {
+		a.flushChunk()
 	}
 	return ""
 }

@@ -114,3 +114,118 @@ func TestApplyPlanWithinUnits(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyPlanLarge checks a plan of several of the applier's chunks,
+// whose writes run beside the checks of the units after them: later units
+// still see what earlier ones placed (a repeated request, a node filled,
+// gang members counted toward an application's minimum), stale units are
+// refused, and the store ends with exactly the applied placements, in its
+// tables and its indexes.
+func TestApplyPlanLarge(t *testing.T) {
+	one := quota.Resource{MilliCPU: 1000, Memory: 1 << 30}
+	const elastic = 3*chunkSize + 100 // requests of application a
+	const placedA = 3 * chunkSize     // of which the plan places these
+	s := newStore(t, "root.a")
+	err := s.Update(func(w *Txn) error {
+		for i := range 100 {
+			if err := w.UpsertNode(&objects.Node{ID: fmt.Sprintf("n%02d", i), Allocatable: quota.Resource{MilliCPU: 100_000, Memory: 100 << 30}}); err != nil {
+				return err
+			}
+		}
+		if err := w.UpsertNode(&objects.Node{ID: "small", Allocatable: one}); err != nil {
+			return err
+		}
+		for _, app := range []*objects.Application{{ID: "a", Queue: "root.a"}, {ID: "g", Queue: "root.a", MinMembers: 4}} {
+			if err := w.UpsertApplication(app); err != nil {
+				return err
+			}
+		}
+		for i := range elastic {
+			if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("a-%05d", i), AppID: "a", Tier: records.TierLow, Resource: one}); err != nil {
+				return err
+			}
+		}
+		for i := range 6 {
+			if err := w.AddRequest(&objects.Request{ID: fmt.Sprintf("g-%d", i), AppID: "g", Tier: records.TierMedium, Resource: one}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one1 := func(app, req, node string) objects.Unit {
+		return objects.Unit{AppID: app, Placements: []objects.Placement{{RequestID: req, NodeID: node}}}
+	}
+	gang := func(reqs ...int) objects.Unit {
+		u := objects.Unit{AppID: "g", Gang: true}
+		for _, r := range reqs {
+			u.Placements = append(u.Placements, objects.Placement{RequestID: fmt.Sprintf("g-%d", r), NodeID: fmt.Sprintf("n%02d", r)})
+		}
+		return u
+	}
+	plan := &objects.Plan{}
+	var refusals []string // why each refused unit is, in plan order
+	add := func(u objects.Unit, refused string) {
+		plan.Units = append(plan.Units, u)
+		if refused != "" {
+			refusals = append(refusals, refused)
+		}
+	}
+	add(gang(4), "gang of g incomplete: 1 of 4")
+	add(one1("a", "a-00000", "small"), "")
+	for i := 1; i < placedA; i++ {
+		add(one1("a", fmt.Sprintf("a-%05d", i), fmt.Sprintf("n%02d", i%100)), "")
+	}
+	add(gang(0, 1, 2, 3), "")
+	add(gang(5), "") // 5 of 4, counting the gang placed above
+	add(one1("a", "a-00007", "n00"), "request a-00007 no longer pending")
+	add(one1("a", fmt.Sprintf("a-%05d", placedA), "small"), "node small has no room")
+	add(one1("a", "a-gone", "n01"), "request a-gone no longer pending")
+	add(one1("g", fmt.Sprintf("a-%05d", placedA+1), "n01"), "belongs to a")
+
+	r, err := s.ApplyPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rejected) != len(refusals) {
+		t.Fatalf("rejected %+v, want %q", r.Rejected, refusals)
+	}
+	for i, rj := range r.Rejected {
+		if !strings.Contains(rj.Reason, refusals[i]) {
+			t.Errorf("rejection %d: %q, want %q", i, rj.Reason, refusals[i])
+		}
+	}
+	if len(r.Applied) != placedA+2 || r.Placed() != placedA+5 {
+		t.Fatalf("%d units applied placing %d, want %d placing %d", len(r.Applied), r.Placed(), placedA+2, placedA+5)
+	}
+
+	snap := s.Snapshot()
+	onNode := map[string]int{}
+	for _, u := range r.Applied {
+		for _, pl := range u.Placements {
+			onNode[pl.NodeID]++
+			if al := snap.Allocation(pl.RequestID); al == nil || al.NodeID != pl.NodeID || al.AppID != u.AppID || snap.Request(pl.RequestID) != nil {
+				t.Fatalf("%s: allocation %+v, still pending %v", pl.RequestID, al, snap.Request(pl.RequestID) != nil)
+			}
+		}
+	}
+	if n := len(snap.Allocations()); n != placedA+5 {
+		t.Errorf("%d allocations, want %d", n, placedA+5)
+	}
+	if n, m := len(snap.AllocationsOfApp("a")), len(snap.AllocationsOfApp("g")); n != placedA || m != 5 {
+		t.Errorf("allocations by application: a %d, g %d; want %d and 5", n, m, placedA)
+	}
+	if n, m := len(snap.RequestsOfApp("a")), len(snap.RequestsOfApp("g")); n != elastic-placedA || m != 1 {
+		t.Errorf("requests by application: a %d, g %d; want %d and 1", n, m, elastic-placedA)
+	}
+	for _, n := range snap.Nodes() {
+		if got := len(snap.AllocationsOnNode(n.ID)); got != onNode[n.ID] || n.Allocated.MilliCPU != int64(onNode[n.ID])*one.MilliCPU {
+			t.Errorf("node %s: %d allocations, allocated %v; want %d", n.ID, got, n.Allocated, onNode[n.ID])
+		}
+	}
+	if row := snap.QueueUsage("root.a"); row.Used.MilliCPU != int64(placedA+5)*one.MilliCPU || row.Pending.MilliCPU != int64(elastic+6-placedA-5)*one.MilliCPU {
+		t.Errorf("queue used %v pending %v", row.Used, row.Pending)
+	}
+}
