@@ -85,10 +85,12 @@ type applier struct {
 	placed     map[*objects.Request]struct{}
 	gangPlaced map[string]int
 	// next is the chunk of accepted placements not yet handed to the
-	// writer through chunks; wrote reports the writer's end.
-	next   chunk
-	chunks chan chunk
-	wrote  chan error
+	// writer through chunks, of room for chunkCap; wrote reports the
+	// writer's end.
+	next     chunk
+	chunkCap int
+	chunks   chan chunk
+	wrote    chan error
 	// seen and nodeAdd are unit's scratch for units too large to check
 	// by scanning (see smallUnit), kept to be cleared rather than made
 	// for each unit.
@@ -116,7 +118,7 @@ func newApplier(w *Txn, base *db, p *objects.Plan) *applier {
 	a := &applier{Txn: w, base: reader{db: base, queue: w.queue}, nodes: map[string]*objects.Node{},
 		queues: map[string]*objects.QueueUsage{}, apps: map[string]*objects.Application{}, lineages: map[string][]string{},
 		placed: make(map[*objects.Request]struct{}, n), gangPlaced: map[string]int{},
-		chunks: make(chan chunk, 4), wrote: make(chan error, 1)}
+		chunkCap: min(n, chunkSize), chunks: make(chan chunk, 4), wrote: make(chan error, 1)}
 	go a.write()
 	return a
 }
@@ -319,7 +321,7 @@ func (a *applier) unit(u objects.Unit) string {
 		row.Pending.SubInPlace(total)
 	}
 	if a.next.taken == nil {
-		a.next = chunk{taken: make([]*objects.Request, 0, chunkSize), made: make([]*objects.Allocation, 0, chunkSize)}
+		a.next = chunk{taken: make([]*objects.Request, 0, a.chunkCap), made: make([]*objects.Allocation, 0, a.chunkCap)}
 	}
 	for i, r := range reqs {
 		a.placed[r] = struct{}{}
