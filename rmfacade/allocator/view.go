@@ -401,19 +401,20 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 // copies: the peak of weft-rm's heap.
 func (v *view) releasePlanned(result *objects.PlanResult) error {
 	return v.st.Update(func(w *schedstate.Txn) error {
+		var ids []string
 		for _, u := range result.Applied {
 			for _, pl := range u.Placements {
 				if _, ok := v.pending[pl.RequestID]; !ok {
 					continue // a pod's: undone with the pods' cycle
 				}
 				delete(v.pending, pl.RequestID)
-				if w.Allocation(pl.RequestID) == nil {
-					continue
-				}
-				if err := w.ReleaseAllocation(pl.RequestID); err != nil {
-					return fmt.Errorf("allocator: view: %w", err)
+				if w.Allocation(pl.RequestID) != nil {
+					ids = append(ids, pl.RequestID)
 				}
 			}
+		}
+		if err := w.ReleaseAllocations(ids...); err != nil {
+			return fmt.Errorf("allocator: view: %w", err)
 		}
 		v.pending, v.pendingPeak = shrunk(v.pending, v.pendingPeak)
 		return nil

@@ -136,10 +136,8 @@ func (w *Txn) DeleteNode(id string) error {
 	if n == nil {
 		return fmt.Errorf("state: node %q: %w", id, ErrNotFound)
 	}
-	for _, a := range w.AllocationsOnNode(id) {
-		if err := w.ReleaseAllocation(a.ID); err != nil {
-			return err
-		}
+	if err := w.ReleaseAllocations(allocationIDs(w.AllocationsOnNode(id))...); err != nil {
+		return err
 	}
 	return w.db.nodes.Delete(id)
 }
@@ -175,10 +173,8 @@ func (w *Txn) DeleteApplication(id string) error {
 			return err
 		}
 	}
-	for _, al := range w.AllocationsOfApp(id) {
-		if err := w.ReleaseAllocation(al.ID); err != nil {
-			return err
-		}
+	if err := w.ReleaseAllocations(allocationIDs(w.AllocationsOfApp(id))...); err != nil {
+		return err
 	}
 	return w.db.apps.Delete(a.ID)
 }
@@ -269,31 +265,74 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 
 // ReleaseAllocation frees a placed pod that has exited (completed, failed,
 // or evicted after a preemption notice).
-func (w *Txn) ReleaseAllocation(id string) error {
-	a := w.Allocation(id)
-	if a == nil {
-		return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
+func (w *Txn) ReleaseAllocation(id string) error { return w.ReleaseAllocations(id) }
+
+// ReleaseAllocations frees placed pods as ReleaseAllocation frees each,
+// and charges each node and queue they held once: the RM's view releases
+// a whole plan's placements at once (rmfacade/allocator), whose node and
+// queue rows written per pod cost more than the pods' own deletes. The
+// ids must be distinct; an unknown one fails the transaction.
+func (w *Txn) ReleaseAllocations(ids ...string) error {
+	als := make([]*objects.Allocation, 0, len(ids))
+	type freed struct{ allocated, releasing quota.Resource }
+	nodes, queues := map[string]*freed{}, map[string]*freed{}
+	add := func(m map[string]*freed, key string, al *objects.Allocation) {
+		f := m[key]
+		if f == nil {
+			f = &freed{}
+			m[key] = f
+		}
+		f.allocated.AddInPlace(al.Resource)
+		if al.Preempting {
+			f.releasing.AddInPlace(al.Resource)
+		}
 	}
-	if err := w.db.allocations.Delete(a.ID); err != nil {
-		return err
+	for _, id := range ids {
+		al := w.Allocation(id)
+		if al == nil {
+			return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
+		}
+		als = append(als, al)
+		add(nodes, al.NodeID, al)
+		add(queues, al.Queue, al)
 	}
-	if n := w.Node(a.NodeID); n != nil {
+	if err := w.db.allocations.DeleteHeld(als); err != nil {
+		return fmt.Errorf("state: release allocations: %w", err)
+	}
+	for id, f := range nodes {
+		n := w.Node(id)
+		if n == nil {
+			continue
+		}
 		c := *n
-		c.Allocated = n.Allocated.Sub(a.Resource)
-		if a.Preempting {
-			c.Releasing = n.Releasing.Sub(a.Resource)
+		c.Allocated = n.Allocated.Sub(f.allocated)
+		if !f.releasing.IsZero() {
+			c.Releasing = n.Releasing.Sub(f.releasing)
 		}
 		c.ModifyIndex = w.index
 		if err := w.db.nodes.Insert(&c); err != nil {
 			return err
 		}
 	}
-	if a.Preempting {
-		if err := w.releasingQueue(a.Queue, quota.Resource{}.Sub(a.Resource)); err != nil {
+	for leaf, f := range queues {
+		if !f.releasing.IsZero() {
+			if err := w.releasingQueue(leaf, quota.Resource{}.Sub(f.releasing)); err != nil {
+				return err
+			}
+		}
+		if err := w.chargeQueue(leaf, quota.Resource{}.Sub(f.allocated), quota.Resource{}); err != nil {
 			return err
 		}
 	}
-	return w.chargeQueue(a.Queue, quota.Resource{}.Sub(a.Resource), quota.Resource{})
+	return nil
+}
+
+func allocationIDs(als []*objects.Allocation) []string {
+	ids := make([]string, len(als))
+	for i, al := range als {
+		ids[i] = al.ID
+	}
+	return ids
 }
 
 // releasingQueue adds a delta to the Releasing total of a leaf queue.

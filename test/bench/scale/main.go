@@ -92,7 +92,7 @@ func main() {
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 6*time.Minute, "longest a phase may take before the revision is reported as not carrying the load")
 	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
 	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
-	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profiles after the fill and after the steady phase and its CPU profile while steady in this directory")
+	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profiles after the fill and after the steady phase, and its CPU profiles over the fill's first 10 s and while steady, in this directory")
 	memLimit := flag.String("memory-limit", "", "also measure today's weft-rm with this --memory-limit (a soft memory limit, e.g. 400Mi), beside it without")
 	flag.Parse()
 	if err := run(o, *baseline, *memLimit); err != nil {

@@ -142,6 +142,17 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	fillCtx, cancel := context.WithTimeout(ctx, o.phaseTimeout)
 	var granted atomic.Int64
 	go progress(fillCtx, &granted, o.apps*o.containers)
+	if o.profiles != "" {
+		// The fill's first ten seconds: the cycles that grant nearly
+		// every container, and end before the steady phase's profile
+		// starts (one CPU profile at a time).
+		go func() {
+			err := e2e.SaveProfile(ctx, rm.WebAddr, "profile?seconds=10", filepath.Join(o.profiles, "cpu-fill.pb.gz"))
+			if err != nil {
+				fmt.Println("   CPU profile of the fill:", err)
+			}
+		}()
+	}
 	err = eachAM(fillCtx, ams, func(ctx context.Context, a *am) error {
 		asks := ask(int32(o.containers))
 		for len(a.held) < o.containers {
