@@ -46,6 +46,14 @@
 // check), before grants are written. RSS is /proc/PID/status VmRSS,
 // sampled each second; its largest value is printed.
 //
+// The target for decisions/s is set in memory, so each revision's
+// scheduler core is measured too, before anything else runs: its own
+// benchmark at the same size (coreBench), built from the same tree and
+// run -core-runs times with the revisions in turn; the median is printed.
+// Through weft-rm the cycle shares two cores with 1,000 AMs' calls and
+// the benchmark's own clients, and searches 500 nodes per pod
+// (kube-scheduler's adaptive bound) where the core's searches 100.
+//
 //	go run ./test/bench/scale [-nodes 10000] [-apps 1000] [-containers 100] [-queues 20] [-baseline 502a525]
 //	go run ./test/bench/scale -nodes 1000 -apps 100 -steady 20s   # quick
 //	go run ./test/bench/scale -baseline none -memory-limit 400Mi  # with and without a soft memory limit
@@ -78,6 +86,9 @@ type options struct {
 	profiles string
 	// rmArgs are more flags for the weft-rm measured.
 	rmArgs []string
+	// coreRuns is how many times the scheduler core's benchmark runs for
+	// each revision (coreBench); 0 skips it.
+	coreRuns int
 }
 
 func main() {
@@ -93,6 +104,7 @@ func main() {
 	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
 	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profiles after the fill and after the steady phase, and its CPU profiles over the fill's first 10 s and while steady, in this directory")
+	flag.IntVar(&o.coreRuns, "core-runs", 3, "runs of the scheduler core's benchmark at the issue's size for each revision, the median printed (0: none)")
 	memLimit := flag.String("memory-limit", "", "also measure today's weft-rm with this --memory-limit (a soft memory limit, e.g. 400Mi), beside it without")
 	flag.Parse()
 	if err := run(o, *baseline, *memLimit); err != nil {
@@ -119,11 +131,18 @@ func run(o options, baseline, memLimit string) error {
 	}
 	type rev struct {
 		label, bin string
-		args       []string
-		baseline   bool
+		// core is the scheduler package's test binary (empty: not
+		// measured for this run).
+		core     string
+		args     []string
+		baseline bool
 	}
-	revs := []rev{{label: "today (" + head + ", working tree)", bin: filepath.Join(work, "today", "weft-rm")}}
+	revs := []rev{{label: "today (" + head + ", working tree)", bin: filepath.Join(work, "today", "weft-rm"),
+		core: filepath.Join(work, "today", "scheduler.test")}}
 	if err := goBuild(ctx, root, revs[0].bin); err != nil {
+		return err
+	}
+	if err := buildCore(ctx, root, revs[0].core); err != nil {
 		return err
 	}
 	if memLimit != "" {
@@ -132,11 +151,25 @@ func run(o options, baseline, memLimit string) error {
 		revs = append(revs, rev{label: "today, --memory-limit " + memLimit, bin: revs[0].bin, args: []string{"--memory-limit", memLimit}})
 	}
 	if baseline != "none" {
-		bin, short, err := buildAt(ctx, root, baseline, work)
+		bin, core, short, err := buildAt(ctx, root, baseline, work)
 		if err != nil {
 			return fmt.Errorf("baseline %s: %w", baseline, err)
 		}
-		revs = append(revs, rev{label: "baseline (" + short + ")", bin: bin, baseline: true})
+		revs = append(revs, rev{label: "baseline (" + short + ")", bin: bin, core: core, baseline: true})
+	}
+
+	// The scheduler core first, on a machine not yet running anything
+	// of the benchmark's.
+	var cores, labels []string
+	for _, r := range revs {
+		cores, labels = append(cores, r.core), append(labels, r.label)
+	}
+	if o.coreRuns > 0 {
+		fmt.Printf("scheduler core in memory (%s), %d runs of each revision in turn…\n", coreBench, o.coreRuns)
+	}
+	core, err := measureCore(ctx, cores, labels, o.coreRuns)
+	if err != nil {
+		return err
 	}
 
 	kube, err := startKubeAPI(o.nodes)
@@ -166,6 +199,7 @@ func run(o options, baseline, memLimit string) error {
 			return fmt.Errorf("%s asked the stand-in API server for what it does not serve: %s", r.label, strings.Join(unknown, ", "))
 		}
 		res.baseline = r.baseline
+		res.core = core[i]
 		results = append(results, res)
 	}
 	printTable(o, results)
@@ -182,24 +216,28 @@ func goBuild(ctx context.Context, dir, bin string) error {
 	return nil
 }
 
-// buildAt builds weft-rm as it was at rev, in a temporary git worktree
-// removed afterwards, and returns the binary and rev's short hash.
-func buildAt(ctx context.Context, root, rev, work string) (bin, short string, err error) {
+// buildAt builds weft-rm and the scheduler's test binary as they were at
+// rev, in a temporary git worktree removed afterwards, and returns the
+// binaries and rev's short hash.
+func buildAt(ctx context.Context, root, rev, work string) (bin, core, short string, err error) {
 	if short, err = gitOutput(ctx, root, "rev-parse", "--short", rev+"^{commit}"); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	src := filepath.Join(work, "src-"+short)
 	if _, err := gitOutput(ctx, root, "worktree", "add", "--detach", src, short); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	defer func() {
 		if _, rerr := gitOutput(context.Background(), root, "worktree", "remove", "--force", src); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
-	bin = filepath.Join(work, "baseline", "weft-rm")
-	fmt.Printf("building weft-rm at %s…\n", short)
-	return bin, short, goBuild(ctx, src, bin)
+	bin, core = filepath.Join(work, "baseline", "weft-rm"), filepath.Join(work, "baseline", "scheduler.test")
+	fmt.Printf("building weft-rm and the scheduler's test binary at %s…\n", short)
+	if err := goBuild(ctx, src, bin); err != nil {
+		return "", "", "", err
+	}
+	return bin, core, short, buildCore(ctx, src, core)
 }
 
 func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {

@@ -44,6 +44,9 @@ type result struct {
 	// how long its cycles took to build the scheduler's view, and to
 	// decide and check the plan.
 	cycleLog cycleTimes
+	// core is the scheduler core's decisions/s in memory (coreBench's
+	// median), 0 if not measured.
+	core float64
 	// latencies are the steady phase's heartbeats' round trips.
 	latencies []time.Duration
 	// callRate is the heartbeats per second the AMs made while steady

@@ -182,3 +182,25 @@ time=2026-11-26T04:29:22.000Z level=INFO msg="granted containers" count=1 pendin
 		t.Errorf("parseCycles = %+v, want %+v", got, want)
 	}
 }
+
+// TestDecisionsPerSecond reads the scheduler core's metric from its
+// benchmark's output, as `go test` prints it.
+func TestDecisionsPerSecond(t *testing.T) {
+	cases := []struct {
+		name, out string
+		want      float64
+		ok        bool
+	}{
+		{"a run", `goos: linux
+BenchmarkSchedule/10k/score=100/cycle+apply-2   	       3	 806606472 ns/op	       537.7 apply-ms	    119131 decisions/s	     96000 pods/cycle
+PASS`, 119131, true},
+		{"no such benchmark", "testing: warning: no tests to run\nPASS\n", 0, false},
+		{"without the metric", "BenchmarkSchedule/10k/score=100/cycle+apply-2 3 806606472 ns/op\n", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := decisionsPerSecond(c.out)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
