@@ -134,17 +134,18 @@ type cycle struct {
 	placements []objects.Placement
 }
 
-// placementBlock is how many single placements onePlacement allocates at
+// placementBlock is the most single placements onePlacement allocates at
 // once: a cycle of a large backlog places tens of thousands of elastic
 // pods, each its own unit, and one allocation for each was a tenth of
-// the cycle.
+// the cycle. Blocks start at 8 and double, for the many cycles that place
+// a pod or two.
 const placementBlock = 1024
 
 // onePlacement returns p as a one-element slice for a unit, cut from a
 // block shared with the cycle's other single placements.
 func (c *cycle) onePlacement(p objects.Placement) []objects.Placement {
 	if len(c.placements) == cap(c.placements) {
-		c.placements = make([]objects.Placement, 0, placementBlock)
+		c.placements = make([]objects.Placement, 0, min(max(2*cap(c.placements), 8), placementBlock))
 	}
 	c.placements = append(c.placements, p)
 	n := len(c.placements)
