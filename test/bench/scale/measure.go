@@ -145,16 +145,21 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 	fillCtx, cancel := context.WithTimeout(ctx, o.phaseTimeout)
 	var granted atomic.Int64
 	go progress(fillCtx, &granted, o.apps*o.containers)
+	// fillProfiled is closed when the fill's CPU profile is saved: the
+	// steady phase's waits for it (one CPU profile at a time).
+	fillProfiled := make(chan struct{})
 	if o.profiles != "" {
 		// The fill's first ten seconds: the cycles that grant nearly
-		// every container, and end before the steady phase's profile
-		// starts (one CPU profile at a time).
+		// every container.
 		go func() {
+			defer close(fillProfiled)
 			err := e2e.SaveProfile(ctx, rm.WebAddr, "profile?seconds=10", filepath.Join(o.profiles, "cpu-fill.pb.gz"))
 			if err != nil {
 				fmt.Println("   CPU profile of the fill:", err)
 			}
 		}()
+	} else {
+		close(fillProfiled)
 	}
 	err = eachAM(fillCtx, ams, func(ctx context.Context, a *am) error {
 		asks := ask(int32(o.containers))
@@ -209,6 +214,7 @@ func measure(ctx context.Context, o options, kube *kubeAPI, bin, dir, label stri
 		if err := e2e.SaveProfile(ctx, rm.WebAddr, "heap?gc=1", filepath.Join(o.profiles, "heap-after-fill.pb.gz")); err != nil {
 			return nil, err
 		}
+		<-fillProfiled
 		go func() {
 			secs := int(o.steady.Seconds() * 0.9)
 			err := e2e.SaveProfile(ctx, rm.WebAddr, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(o.profiles, "cpu-steady.pb.gz"))
