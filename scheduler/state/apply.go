@@ -222,7 +222,7 @@ func (a *applier) repeated(earlier []objects.Placement, r *objects.Request, smal
 }
 
 // unit checks one unit and, if it passes, charges its nodes and queues
-// and queues its writes for place; it returns why it was rejected, or "".
+// and hands its writes to the writer; it returns why it was rejected, or "".
 func (a *applier) unit(u objects.Unit) string {
 	app := a.app(u.AppID)
 	if app == nil {
