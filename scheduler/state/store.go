@@ -264,8 +264,35 @@ func (w *Txn) AddAllocation(al *objects.Allocation) error {
 }
 
 // ReleaseAllocation frees a placed pod that has exited (completed, failed,
-// or evicted after a preemption notice).
-func (w *Txn) ReleaseAllocation(id string) error { return w.ReleaseAllocations(id) }
+// or evicted after a preemption notice). It is ReleaseAllocations for one,
+// without the batch's maps: the RM's pod view releases and charges again
+// every pod it re-derives, one at a time, many times a second.
+func (w *Txn) ReleaseAllocation(id string) error {
+	a := w.Allocation(id)
+	if a == nil {
+		return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
+	}
+	if err := w.db.allocations.Delete(a.ID); err != nil {
+		return err
+	}
+	if n := w.Node(a.NodeID); n != nil {
+		c := *n
+		c.Allocated = n.Allocated.Sub(a.Resource)
+		if a.Preempting {
+			c.Releasing = n.Releasing.Sub(a.Resource)
+		}
+		c.ModifyIndex = w.index
+		if err := w.db.nodes.Insert(&c); err != nil {
+			return err
+		}
+	}
+	if a.Preempting {
+		if err := w.releasingQueue(a.Queue, quota.Resource{}.Sub(a.Resource)); err != nil {
+			return err
+		}
+	}
+	return w.chargeQueue(a.Queue, quota.Resource{}.Sub(a.Resource), quota.Resource{})
+}
 
 // ReleaseAllocations frees placed pods as ReleaseAllocation frees each,
 // and charges each node and queue they held once: the RM's view releases
