@@ -88,7 +88,13 @@ func TestReleaseAllocations(t *testing.T) {
 
 			// Releasing every allocation leaves nothing charged anywhere.
 			all := build(t, n)
-			err = all.Update(func(w *Txn) error { return w.ReleaseAllocations(allocationIDs(w.Allocations())...) })
+			err = all.Update(func(w *Txn) error {
+				var every []string
+				for _, al := range w.Allocations() {
+					every = append(every, al.ID)
+				}
+				return w.ReleaseAllocations(every...)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -136,7 +136,7 @@ func (w *Txn) DeleteNode(id string) error {
 	if n == nil {
 		return fmt.Errorf("state: node %q: %w", id, ErrNotFound)
 	}
-	if err := w.ReleaseAllocations(allocationIDs(w.AllocationsOnNode(id))...); err != nil {
+	if err := w.release(w.AllocationsOnNode(id)); err != nil {
 		return err
 	}
 	return w.db.nodes.Delete(id)
@@ -173,7 +173,7 @@ func (w *Txn) DeleteApplication(id string) error {
 			return err
 		}
 	}
-	if err := w.ReleaseAllocations(allocationIDs(w.AllocationsOfApp(id))...); err != nil {
+	if err := w.release(w.AllocationsOfApp(id)); err != nil {
 		return err
 	}
 	return w.db.apps.Delete(a.ID)
@@ -301,6 +301,20 @@ func (w *Txn) ReleaseAllocation(id string) error {
 // ids must be distinct; an unknown one fails the transaction.
 func (w *Txn) ReleaseAllocations(ids ...string) error {
 	als := make([]*objects.Allocation, 0, len(ids))
+	for _, id := range ids {
+		al := w.Allocation(id)
+		if al == nil {
+			return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
+		}
+		als = append(als, al)
+	}
+	return w.release(als)
+}
+
+// release is ReleaseAllocations of allocations already looked up (as the
+// store holds them): DeleteNode and DeleteApplication have them from
+// their indexes.
+func (w *Txn) release(als []*objects.Allocation) error {
 	type freed struct{ allocated, releasing quota.Resource }
 	nodes, queues := map[string]*freed{}, map[string]*freed{}
 	add := func(m map[string]*freed, key string, al *objects.Allocation) {
@@ -314,12 +328,7 @@ func (w *Txn) ReleaseAllocations(ids ...string) error {
 			f.releasing.AddInPlace(al.Resource)
 		}
 	}
-	for _, id := range ids {
-		al := w.Allocation(id)
-		if al == nil {
-			return fmt.Errorf("state: allocation %q: %w", id, ErrNotFound)
-		}
-		als = append(als, al)
+	for _, al := range als {
 		add(nodes, al.NodeID, al)
 		add(queues, al.Queue, al)
 	}
@@ -352,14 +361,6 @@ func (w *Txn) ReleaseAllocations(ids ...string) error {
 		}
 	}
 	return nil
-}
-
-func allocationIDs(als []*objects.Allocation) []string {
-	ids := make([]string, len(als))
-	for i, al := range als {
-		ids[i] = al.ID
-	}
-	return ids
 }
 
 // releasingQueue adds a delta to the Releasing total of a leaf queue.
