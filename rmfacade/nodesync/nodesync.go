@@ -358,21 +358,31 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
+	// One transaction for every node: the allocator's first cycle waits
+	// on this pass.
+	var recs []*records.Node
 	live := map[string]bool{}
+	add := func(name string) error {
+		rec, _, err := s.nodeRecord(name)
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+		return err
+	}
 	for _, n := range nodeList {
 		live[s.nodeID(n.Name)] = true
-		if _, err := s.syncNode(n.Name); err != nil {
+		if err := add(n.Name); err != nil {
 			return err
 		}
 	}
 	for _, n := range s.mgr.Snapshot().Nodes() {
 		if !live[n.ID] {
-			if _, err := s.syncNode(n.Host); err != nil {
+			if err := add(n.Host); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return s.mgr.PutNodes(recs...)
 }
 
 // nodeID is the YARN NodeId of a Kubernetes node.
@@ -410,6 +420,21 @@ func podNode(obj any) ([]string, error) {
 // heartbeat or measurement ages past CapacityStaleAfter, a cooldown ends —
 // or zero.
 func (s *Syncer) syncNode(name string) (time.Duration, error) {
+	rec, stale, err := s.nodeRecord(name)
+	if err != nil {
+		return 0, err
+	}
+	if rec != nil {
+		if err := s.mgr.PutNode(rec); err != nil {
+			return 0, err
+		}
+	}
+	return stale, nil
+}
+
+// nodeRecord is syncNode's record of one node, nil when the RM's record
+// already says it, and when it goes stale.
+func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 	id := s.nodeID(name)
 	prev := s.mgr.Snapshot().Node(id)
 	n, err := s.nodes.Get(name)
@@ -417,16 +442,16 @@ func (s *Syncer) syncNode(name string) (time.Duration, error) {
 		if prev != nil && prev.State != records.NodeLost {
 			lost := *prev
 			lost.State, lost.HealthReport = records.NodeLost, "node removed from the cluster"
-			return 0, s.mgr.PutNode(&lost)
+			return &lost, 0, nil
 		}
-		return 0, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("node %s: %w", name, err)
+		return nil, 0, fmt.Errorf("node %s: %w", name, err)
 	}
 	pods, err := s.podsOn(name)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	// Sums in bytes and millicores, converted once: rounding each pod to
 	// whole vcores would overstate what small pods hold.
@@ -485,12 +510,11 @@ func (s *Syncer) syncNode(name string) (time.Duration, error) {
 	// A record that says what prev says is not written again (the node
 	// controller's first reconcile of every node after the first sync, a
 	// Node status heartbeat) until its report time is reportRefresh old.
+	stale := s.staleIn(n, rec, instant)
 	if prev == nil || !sameReport(prev, rec) || instant.Sub(time.UnixMilli(prev.LastHealthUpdate)) >= reportRefresh {
-		if err := s.mgr.PutNode(rec); err != nil {
-			return 0, err
-		}
+		return rec, stale, nil
 	}
-	return s.staleIn(n, rec, instant), nil
+	return nil, stale, nil
 }
 
 // reportRefresh is how old a node's LastHealthUpdate (yarn node -status'

@@ -72,7 +72,16 @@ func TestSync(t *testing.T) {
 		pod("other-rms", "ready", "default-scheduler", map[string]string{translator.LabelRM: "other", translator.LabelContainer: task}, "1", "1Gi"),
 		pod("plain", "ready", "weft-scheduler", nil, "500m", "512Mi"),
 	}
-	snap := syncOnce(t, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041})
+	mgr := newRM(t)
+	commits := 0
+	defer mgr.Subscribe(func(*state.Snapshot, []state.Change) { commits++ })()
+	syncedSyncer(t, mgr, fake.NewClientset(objs...), Options{ClusterID: "weft", SchedulerName: "weft-scheduler", Profile: translator.Plain, NMPort: 8041})
+	// The first pass writes every node in one transaction: a scheduler's
+	// first cycle waits on it.
+	if commits != 1 {
+		t.Errorf("the first sync wrote the nodes in %d transactions, want 1", commits)
+	}
+	snap := mgr.Snapshot()
 	want := map[string]records.NodeState{"ready": records.NodeRunning, "notready": records.NodeUnhealthy, "cordoned": records.NodeUnhealthy,
 		"tainted": records.NodeUnhealthy, "otherwise-tainted": records.NodeRunning}
 	for name, st := range want {

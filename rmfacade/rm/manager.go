@@ -390,7 +390,24 @@ func (m *Manager) modifyUnfinished(id records.ApplicationID, user, finishedForma
 
 // PutNode records a node as reported by its node agent.
 func (m *Manager) PutNode(n *records.Node) error {
-	return m.store.Update(func(w *state.WriteTxn) error { return w.PutNode(n) })
+	return m.PutNodes(n)
+}
+
+// PutNodes records nodes in one transaction: a cluster's first sync of a
+// thousand nodes was a thousand transactions, each waking the store's
+// subscribers, on the path to a scheduler's first cycle.
+func (m *Manager) PutNodes(ns ...*records.Node) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	return m.store.Update(func(w *state.WriteTxn) error {
+		for _, n := range ns {
+			if err := w.PutNode(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Subscribe follows the store's committed changes (state.Store.Subscribe):

@@ -58,8 +58,17 @@ type Binder struct {
 	opts     Options
 	informer cache.SharedIndexInformer
 	own      bool // informer is the Binder's to run
+	// handled reports when the Binder's handler has seen every pod of the
+	// informer's first list (the informer's own HasSynced reports its
+	// cache filled, which comes first).
+	handled cache.ResourceEventHandlerRegistration
 
 	mu sync.Mutex
+	// pods are the live pods that name this scheduler, by uid, as the
+	// handler last saw them: kept under mu with assumed, so that Pods
+	// never reads a pod bound while the assumption its binding made is
+	// already gone (the informer's cache moves before the handler runs).
+	pods map[types.UID]*corev1.Pod
 	// assumed are pods being bound, or bound, by this Binder that the watch
 	// has not shown bound yet, with their node: a cycle must see them as
 	// placed, or it would place them again (kube-scheduler's assume cache).
@@ -80,7 +89,7 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 		opts.Logger = slog.Default()
 	}
 	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{},
-		inflight: make(chan struct{}, opts.Workers)}
+		pods: map[types.UID]*corev1.Pod{}, inflight: make(chan struct{}, opts.Workers)}
 	if b.informer == nil {
 		// Only live pods of this scheduler: the API server filters, so the
 		// cache holds Weft's pods and nothing else. A pod that ends leaves
@@ -93,25 +102,18 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 			}))
 		b.informer = factory.Core().V1().Pods().Informer()
 	}
-	if err := b.informer.AddIndexers(cache.Indexers{bySchedulerName: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && (opts.Namespace == "" || p.Namespace == opts.Namespace) {
-			return []string{p.Spec.SchedulerName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return nil, fmt.Errorf("podbinder: index pods by scheduler: %w", err)
-	}
-	_, err := b.informer.AddEventHandler(cache.FilteringResourceEventHandler{
+	var err error
+	b.handled, err = b.informer.AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			p, ok := podOf(obj)
-			return ok && p.Spec.SchedulerName == opts.SchedulerName
+			return ok && p.Spec.SchedulerName == opts.SchedulerName && (opts.Namespace == "" || p.Namespace == opts.Namespace)
 		},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { b.seen(obj) },
 			UpdateFunc: func(_, obj any) { b.seen(obj) },
 			DeleteFunc: func(obj any) {
 				if p, ok := podOf(obj); ok {
-					b.drop(p.UID)
+					b.gone(p.UID)
 				}
 			},
 		},
@@ -121,9 +123,6 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 	}
 	return b, nil
 }
-
-// bySchedulerName indexes pods by spec.schedulerName.
-const bySchedulerName = "schedulerName"
 
 // podOf is the pod of a watch event, including one whose deletion the
 // watch missed.
@@ -135,25 +134,30 @@ func podOf(obj any) (*corev1.Pod, bool) {
 	return p, ok
 }
 
-// drop forgets an assumption: the watch shows the pod bound, or gone.
-func (b *Binder) drop(uid types.UID) {
+// gone forgets a pod the watch shows ended or deleted, and its
+// assumption.
+func (b *Binder) gone(uid types.UID) {
 	b.mu.Lock()
+	delete(b.pods, uid)
 	delete(b.assumed, uid)
 	b.mu.Unlock()
 }
 
-// seen drops an assumption the watch has caught up with, and reports a
-// pod that waits for a node.
+// seen keeps a pod as the watch shows it, drops an assumption the watch
+// has caught up with (the pod shows bound), and reports a pod that waits
+// for a node.
 func (b *Binder) seen(obj any) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
+	b.mu.Lock()
+	b.pods[p.UID] = p
 	if p.Spec.NodeName != "" {
-		b.drop(p.UID)
-		return
+		delete(b.assumed, p.UID)
 	}
-	if b.opts.OnPending != nil && p.DeletionTimestamp == nil {
+	b.mu.Unlock()
+	if p.Spec.NodeName == "" && b.opts.OnPending != nil && p.DeletionTimestamp == nil {
 		b.opts.OnPending()
 	}
 }
@@ -165,10 +169,11 @@ func (b *Binder) Run(ctx context.Context) {
 	}
 }
 
-// WaitForSync waits until the watch has listed every pod once: before
-// that, a cycle would take bound pods' capacity for free.
+// WaitForSync waits until the watch has listed every pod once and the
+// Binder has seen each: before that, a cycle would take bound pods'
+// capacity for free.
 func (b *Binder) WaitForSync(ctx context.Context) bool {
-	return kubeclient.WaitForSync(ctx, b.informer.HasSynced)
+	return kubeclient.WaitForSync(ctx, b.informer.HasSynced, b.handled.HasSynced)
 }
 
 // Pods returns the pods waiting for a node and those holding one (bound,
@@ -176,25 +181,14 @@ func (b *Binder) WaitForSync(ctx context.Context) bool {
 // A pod being deleted before it was bound waits for nothing. The pods are
 // the cache's: callers must not modify them.
 func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
-	// The cache is read under the lock that drop takes: the informer
-	// updates its cache before it tells the handler that drops a bound
-	// pod's assumption, so a read before the lock could hold the pod
-	// still pending while the assumption is gone by the time it is
-	// looked up — and a cycle then placed a bound pod again (test/bench/
-	// binding -running: 77 of 5,000 pods bound twice, refused by the API
-	// server as already assigned).
+	// The Binder's own map, not the informer's index: the index answered
+	// with a slice built from a set of keys, each looked up in the cache,
+	// a tenth of weft-rm's CPU while pods arrive one by one
+	// (test/bench/binding -running); and the map moves with assumed under
+	// one lock (see pods).
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	objs, err := b.informer.GetIndexer().ByIndex(bySchedulerName, b.opts.SchedulerName)
-	if err != nil {
-		b.opts.Logger.Error("pods by scheduler", "err", err)
-		return nil, nil
-	}
-	for _, obj := range objs {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			continue
-		}
+	for _, p := range b.pods {
 		switch node, assumed := b.assumed[p.UID]; {
 		case p.Spec.NodeName != "":
 			bound = append(bound, p)
