@@ -275,23 +275,14 @@ func (w *Txn) ReleaseAllocation(id string) error {
 	if err := w.db.allocations.Delete(a.ID); err != nil {
 		return err
 	}
-	if n := w.Node(a.NodeID); n != nil {
-		c := *n
-		c.Allocated = n.Allocated.Sub(a.Resource)
-		if a.Preempting {
-			c.Releasing = n.Releasing.Sub(a.Resource)
-		}
-		c.ModifyIndex = w.index
-		if err := w.db.nodes.Insert(&c); err != nil {
-			return err
-		}
-	}
+	var releasing quota.Resource
 	if a.Preempting {
-		if err := w.releasingQueue(a.Queue, quota.Resource{}.Sub(a.Resource)); err != nil {
-			return err
-		}
+		releasing = a.Resource
 	}
-	return w.chargeQueue(a.Queue, quota.Resource{}.Sub(a.Resource), quota.Resource{})
+	if err := w.freeOnNode(a.NodeID, a.Resource, releasing); err != nil {
+		return err
+	}
+	return w.freeInQueue(a.Queue, a.Resource, releasing)
 }
 
 // ReleaseAllocations frees placed pods as ReleaseAllocation frees each,
@@ -336,31 +327,44 @@ func (w *Txn) release(als []*objects.Allocation) error {
 		return fmt.Errorf("state: release allocations: %w", err)
 	}
 	for id, f := range nodes {
-		n := w.Node(id)
-		if n == nil {
-			continue
-		}
-		c := *n
-		c.Allocated = n.Allocated.Sub(f.allocated)
-		if !f.releasing.IsZero() {
-			c.Releasing = n.Releasing.Sub(f.releasing)
-		}
-		c.ModifyIndex = w.index
-		if err := w.db.nodes.Insert(&c); err != nil {
+		if err := w.freeOnNode(id, f.allocated, f.releasing); err != nil {
 			return err
 		}
 	}
 	for leaf, f := range queues {
-		if !f.releasing.IsZero() {
-			if err := w.releasingQueue(leaf, quota.Resource{}.Sub(f.releasing)); err != nil {
-				return err
-			}
-		}
-		if err := w.chargeQueue(leaf, quota.Resource{}.Sub(f.allocated), quota.Resource{}); err != nil {
+		if err := w.freeInQueue(leaf, f.allocated, f.releasing); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// freeOnNode takes released allocations' resources off a node's
+// Allocated, and those under preemption off its Releasing too; a node
+// already gone is left so.
+func (w *Txn) freeOnNode(id string, allocated, releasing quota.Resource) error {
+	n := w.Node(id)
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Allocated = n.Allocated.Sub(allocated)
+	if !releasing.IsZero() {
+		c.Releasing = n.Releasing.Sub(releasing)
+	}
+	c.ModifyIndex = w.index
+	return w.db.nodes.Insert(&c)
+}
+
+// freeInQueue takes released allocations' resources off a leaf queue and
+// its parents' usage, and those under preemption off the leaf's Releasing.
+func (w *Txn) freeInQueue(leaf string, allocated, releasing quota.Resource) error {
+	if !releasing.IsZero() {
+		if err := w.releasingQueue(leaf, quota.Resource{}.Sub(releasing)); err != nil {
+			return err
+		}
+	}
+	return w.chargeQueue(leaf, quota.Resource{}.Sub(allocated), quota.Resource{})
 }
 
 // releasingQueue adds a delta to the Releasing total of a leaf queue.
