@@ -132,6 +132,9 @@ type cycle struct {
 	// placements is where single placements' units take their one
 	// Placement from (onePlacement).
 	placements []objects.Placement
+	// asking are the applications with pending requests by leaf, read at
+	// the first leaf's load.
+	asking map[string][]*objects.Application
 }
 
 // placementBlock is the most single placements onePlacement allocates at
@@ -245,10 +248,7 @@ func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
 	}
 	c.reserve = map[string]quota.Resource{}
 	for _, leaf := range c.leafs {
-		for _, a := range snap.ApplicationsInQueue(leaf.path) {
-			if a.Reserve.IsZero() {
-				continue
-			}
+		for _, a := range snap.ReservingApplicationsInQueue(leaf.path) {
 			c.reserve[a.ID] = a.Reserve
 			for cur := leaf; cur != nil; cur = cur.parent {
 				cur.reserved.AddInPlace(a.Reserve)
@@ -334,10 +334,20 @@ func (c *cycle) load(q *wqueue) {
 		return
 	}
 	q.loaded = true
-	apps := c.snap.ApplicationsInQueue(q.path)
 	if pct := q.quota.UserLimitPercent; pct > 0 {
-		c.loadUsers(q, apps, pct)
+		c.loadUsers(q, c.snap.ApplicationsInQueue(q.path), pct)
 	}
+	// Only the applications with pending requests: a leaf's others would
+	// be read and sorted to be dropped below, and in a busy cluster they
+	// are most of its applications (test/bench/binding -running: each of
+	// 5,000 pods its own application, a few dozen waiting a cycle).
+	if c.asking == nil {
+		c.asking = map[string][]*objects.Application{}
+		for _, a := range c.snap.ApplicationsWithRequests() {
+			c.asking[a.Queue] = append(c.asking[a.Queue], a)
+		}
+	}
+	apps := c.asking[q.path]
 	slices.SortFunc(apps, func(a, b *objects.Application) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted), cmp.Compare(a.ID, b.ID))
 	})

@@ -237,15 +237,24 @@ func (a *Allocator) Run(ctx context.Context) {
 // round (3.5 s of 5.8), two thirds of each the part that reads every pod
 // and application whatever changed. Waiting three times as long keeps
 // scheduling under a quarter of a core and lets the next cycle take the
-// arrivals in between together; a cycle of a millisecond (an AM's ask among
-// a few changes) waits three. YARN's asynchronous CapacityScheduler waits
-// between passes too (schedule-asynchronously.scheduling-interval-ms).
+// arrivals in between together. But a quarter of a core is what cycles
+// take whatever each costs while arrivals never stop: a cheaper cycle only
+// comes sooner. So the pause is also at least minPause, which bounds the
+// cycles' number (at most 50 a second) and so their CPU by what each
+// costs; a cycle of a millisecond (an AM's ask among a few changes) waits
+// 20. YARN's asynchronous CapacityScheduler waits between passes too
+// (schedule-asynchronously.scheduling-interval-ms, 5 ms, each pass
+// placing on one node), and an AM hears of its grant only at its next
+// heartbeat (1 s by default) in any case.
 func pauseAfter(took, interval time.Duration) time.Duration {
-	return min(pauseFactor*took, interval)
+	return min(max(pauseFactor*took, minPause), interval)
 }
 
 // pauseFactor is how many times a cycle's length Run waits after it.
 const pauseFactor = 3
+
+// minPause is the least Run waits after a cycle.
+const minPause = 20 * time.Millisecond
 
 // request ids carry the attempt and ask they came from.
 type pendingRequest struct {

@@ -91,11 +91,13 @@ func TestOutstanding(t *testing.T) {
 
 func TestPauseAfterACycle(t *testing.T) {
 	for _, c := range []struct{ took, interval, want time.Duration }{
-		{time.Millisecond, time.Second, 3 * time.Millisecond},
+		{time.Millisecond, time.Second, minPause},
+		{0, time.Second, minPause},
+		{10 * time.Millisecond, time.Second, 30 * time.Millisecond},
 		{30 * time.Millisecond, time.Second, 90 * time.Millisecond},
 		{400 * time.Millisecond, time.Second, time.Second},
 		{3 * time.Second, time.Second, time.Second},
-		{0, time.Second, 0},
+		{time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}, // an interval under the floor
 	} {
 		if got := pauseAfter(c.took, c.interval); got != c.want {
 			t.Errorf("pauseAfter(%v, %v) = %v, want %v", c.took, c.interval, got, c.want)

@@ -24,6 +24,10 @@ import (
 // those a plan places.
 type PodSource interface {
 	Pods() (pending, bound []*corev1.Pod)
+	// Moved returns the pods whose answer from Pods changed since the last
+	// Pods or Moved, and those of also, as Pods would return them now, and
+	// the uids of the others, which Pods would leave out.
+	Moved(also []types.UID) (pods []*corev1.Pod, gone []types.UID)
 	// Bind binds and waits; BindAsync reports the pods bound at once and
 	// calls done with the outcome. Both count a pod as bound (Pods) from
 	// the call on, until its binding fails.
@@ -70,6 +74,15 @@ type pendingPod struct {
 // binds a few hundred, and made the thousands already placed over again.
 type podView struct {
 	entries map[types.UID]*podEntry
+	// everyCycle are the entries made again each cycle (a few: AM pods,
+	// refused pods, charges), apart, so that a cycle finds them without
+	// walking every entry.
+	everyCycle map[types.UID]*podEntry
+	// stale are the pods a plan wrote to since the last cycle (touched).
+	stale map[types.UID]struct{}
+	// listed: a cycle read every pod once, and the next ones read what
+	// moved since (PodSource.Moved).
+	listed bool
 	// pending are the pods with a request in the store, bound those with
 	// an allocation (preemption may choose them), by id.
 	pending map[string]pendingPod
@@ -131,8 +144,25 @@ type refusal struct {
 }
 
 func newPodView() *podView {
-	return &podView{entries: map[types.UID]*podEntry{}, pending: map[string]pendingPod{}, bound: map[string]*corev1.Pod{},
-		appPods: map[string]int{}}
+	return &podView{entries: map[types.UID]*podEntry{}, everyCycle: map[types.UID]*podEntry{}, stale: map[types.UID]struct{}{},
+		pending: map[string]pendingPod{},
+		bound:   map[string]*corev1.Pod{}, appPods: map[string]int{}}
+}
+
+// put keeps e as the entry of the pod uid.
+func (pv *podView) put(uid types.UID, e *podEntry) {
+	pv.entries[uid] = e
+	if e.everyCycle {
+		pv.everyCycle[uid] = e
+	} else {
+		delete(pv.everyCycle, uid)
+	}
+}
+
+// drop forgets the entry of the pod uid (undone first).
+func (pv *podView) drop(uid types.UID) {
+	delete(pv.entries, uid)
+	delete(pv.everyCycle, uid)
 }
 
 // undoEveryCycle takes out the entries made again each cycle. It runs
@@ -140,11 +170,9 @@ func newPodView() *podView {
 // taken off before syncNodes writes its node from the RM's record, an AM
 // pod's request before syncApps derives its attempt again.
 func (pv *podView) undoEveryCycle(w *schedstate.Txn) error {
-	for _, e := range pv.entries {
-		if e.everyCycle {
-			if err := pv.undo(w, e); err != nil {
-				return err
-			}
+	for _, e := range pv.everyCycle {
+		if err := pv.undo(w, e); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -202,6 +230,7 @@ func (pv *podView) touched(id string) {
 	}
 	if e := pv.entries[p.UID]; e != nil {
 		e.stale = true
+		pv.stale[p.UID] = struct{}{}
 	}
 }
 
@@ -211,7 +240,9 @@ func (pv *podView) touched(id string) {
 // RM's YARN containers — those come from the RM's records — as
 // allocations). Every pod is made again when a node entered or left the
 // view (moved: a pod on it was left out, or its allocation went with it),
-// and every waiting one when the constraints changed (whereMoved).
+// and every waiting one when the constraints changed (whereMoved): then
+// every pod is read (PodSource.Pods); otherwise only those that moved, and
+// those the view makes again anyway (everyCycle, stale).
 func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nodeSet, where *constraints, moved, whereMoved bool) error {
 	pv := a.view.pods
 	pv.refusals = nil
@@ -223,11 +254,30 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 			if err := pv.undo(w, e); err != nil {
 				return err
 			}
-			delete(pv.entries, uid)
+			pv.drop(uid)
 		}
 	}
 	pv.gen++
-	pending, bound := a.opts.Pods.Pods()
+	var shown []*corev1.Pod
+	var gone []types.UID
+	all := moved || whereMoved || !pv.listed
+	if all {
+		pending, bound := a.opts.Pods.Pods()
+		shown = append(bound, pending...)
+		pv.listed = true
+	} else {
+		also := make([]types.UID, 0, len(pv.everyCycle)+len(pv.stale))
+		for uid := range pv.everyCycle {
+			also = append(also, uid)
+		}
+		for uid := range pv.stale {
+			if _, ok := pv.everyCycle[uid]; !ok {
+				also = append(also, uid)
+			}
+		}
+		shown, gone = a.opts.Pods.Moved(also)
+	}
+	clear(pv.stale)
 	var changed []*corev1.Pod
 	note := func(p *corev1.Pod) {
 		if e := pv.entries[p.UID]; e != nil {
@@ -248,20 +298,24 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 		}
 		changed = append(changed, p)
 	}
-	for _, p := range bound {
-		note(p)
-	}
-	for _, p := range pending {
+	for _, p := range shown {
 		note(p)
 	}
 	// The gone first: a pod made again under the same name (a new uid)
 	// takes its predecessor's id in the store.
-	for uid, e := range pv.entries {
-		if e.gen != pv.gen {
+	if all {
+		for uid, e := range pv.entries {
+			if e.gen != pv.gen {
+				gone = append(gone, uid)
+			}
+		}
+	}
+	for _, uid := range gone {
+		if e := pv.entries[uid]; e != nil {
 			if err := pv.undo(w, e); err != nil {
 				return err
 			}
-			delete(pv.entries, uid)
+			pv.drop(uid)
 		}
 	}
 	for _, p := range changed {
@@ -274,7 +328,7 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 		if err := a.makePod(w, snap, nodes, where, e); err != nil {
 			return err
 		}
-		pv.entries[p.UID] = e
+		pv.put(p.UID, e)
 	}
 	a.refusedMu.Lock()
 	for uid := range a.refused {

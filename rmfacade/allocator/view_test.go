@@ -26,6 +26,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/scheduler/podbinder/podbindertest"
 	schedstate "github.com/weft-sh/weft/scheduler/state"
 	"github.com/weft-sh/weft/translator"
 )
@@ -305,6 +306,7 @@ type podsAtBoundary struct {
 	pods    []*corev1.Pod
 	version int
 	failing bool
+	moves   podbindertest.Moves
 }
 
 func (f *podsAtBoundary) add(p *corev1.Pod) {
@@ -357,6 +359,12 @@ func (f *podsAtBoundary) setFailing(failing bool) {
 func (f *podsAtBoundary) Pods() (pending, bound []*corev1.Pod) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	pending, bound = f.shown()
+	f.moves.Reset(append(slices.Clip(bound), pending...))
+	return pending, bound
+}
+
+func (f *podsAtBoundary) shown() (pending, bound []*corev1.Pod) {
 	for _, p := range f.pods {
 		switch {
 		case p.Spec.NodeName != "":
@@ -366,6 +374,15 @@ func (f *podsAtBoundary) Pods() (pending, bound []*corev1.Pod) {
 		}
 	}
 	return pending, bound
+}
+
+// Moved answers as podbinder.Binder does, from what changed since the
+// last answer.
+func (f *podsAtBoundary) Moved(also []types.UID) ([]*corev1.Pod, []types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pending, bound := f.shown()
+	return f.moves.Moved(append(bound, pending...), also)
 }
 
 // Bind binds a pod as the API server does (a new resource version, with

@@ -18,6 +18,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/allocator"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/scheduler/podbinder"
+	"github.com/weft-sh/weft/scheduler/podbinder/podbindertest"
 	"github.com/weft-sh/weft/translator"
 )
 
@@ -29,6 +30,7 @@ type fakePods struct {
 	bindings  []podbinder.Binding
 	events    []string
 	preempted []string
+	moves     podbindertest.Moves
 }
 
 func (f *fakePods) add(p *corev1.Pod) {
@@ -41,6 +43,12 @@ func (f *fakePods) add(p *corev1.Pod) {
 func (f *fakePods) Pods() (pending, bound []*corev1.Pod) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	pending, bound = f.shown()
+	f.moves.Reset(append(slices.Clip(bound), pending...))
+	return pending, bound
+}
+
+func (f *fakePods) shown() (pending, bound []*corev1.Pod) {
 	for _, p := range f.pods {
 		if p.Spec.NodeName == "" {
 			pending = append(pending, p)
@@ -49,6 +57,13 @@ func (f *fakePods) Pods() (pending, bound []*corev1.Pod) {
 		}
 	}
 	return pending, bound
+}
+
+func (f *fakePods) Moved(also []types.UID) ([]*corev1.Pod, []types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pending, bound := f.shown()
+	return f.moves.Moved(append(bound, pending...), also)
 }
 
 func (f *fakePods) Bind(_ context.Context, bs []podbinder.Binding) []error {

@@ -73,6 +73,9 @@ type Binder struct {
 	// has not shown bound yet, with their node: a cycle must see them as
 	// placed, or it would place them again (kube-scheduler's assume cache).
 	assumed map[types.UID]string
+	// moved are the pods whose answer from Pods changed since the last
+	// Pods or Moved (seen anew, gone, assumed, an assumption forgotten).
+	moved map[types.UID]struct{}
 	// inflight holds a token per binding in flight.
 	inflight chan struct{}
 }
@@ -89,7 +92,7 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 		opts.Logger = slog.Default()
 	}
 	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{},
-		pods: map[types.UID]*corev1.Pod{}, inflight: make(chan struct{}, opts.Workers)}
+		pods: map[types.UID]*corev1.Pod{}, moved: map[types.UID]struct{}{}, inflight: make(chan struct{}, opts.Workers)}
 	if b.informer == nil {
 		// Only live pods of this scheduler: the API server filters, so the
 		// cache holds Weft's pods and nothing else. A pod that ends leaves
@@ -140,6 +143,7 @@ func (b *Binder) gone(uid types.UID) {
 	b.mu.Lock()
 	delete(b.pods, uid)
 	delete(b.assumed, uid)
+	b.moved[uid] = struct{}{}
 	b.mu.Unlock()
 }
 
@@ -153,6 +157,7 @@ func (b *Binder) seen(obj any) {
 	}
 	b.mu.Lock()
 	b.pods[p.UID] = p
+	b.moved[p.UID] = struct{}{}
 	if p.Spec.NodeName != "" {
 		delete(b.assumed, p.UID)
 	}
@@ -186,24 +191,67 @@ func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
 	// a tenth of weft-rm's CPU while pods arrive one by one
 	// (test/bench/binding -running); and the map moves with assumed under
 	// one lock (see pods).
+	//
+	// It also starts Moved afresh: the Binder tells one caller what moved.
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	clear(b.moved)
 	for _, p := range b.pods {
-		switch node, assumed := b.assumed[p.UID]; {
-		case p.Spec.NodeName != "":
-			bound = append(bound, p)
-		case assumed:
-			// A shallow copy with its node: callers do not modify pods,
-			// and a deep copy of every pod bound and not yet seen so, each
-			// cycle, was a tenth of weft-rm's CPU in test/bench/binding.
-			c := *p
-			c.Spec.NodeName = node
-			bound = append(bound, &c)
-		case p.DeletionTimestamp == nil:
-			pending = append(pending, p)
+		switch shown, ok := b.shown(p); {
+		case !ok:
+		case shown.Spec.NodeName != "":
+			bound = append(bound, shown)
+		default:
+			pending = append(pending, shown)
 		}
 	}
 	return pending, bound
+}
+
+// Moved returns, of the pods whose answer from Pods changed since the last
+// call to Pods or Moved and of the pods also names, those Pods would
+// return now, as it would return them, and the uids of the others (ended,
+// deleted, or being deleted before they were bound). A cycle reads what
+// moved, not every pod: walking them all, as pods arrive one by one and
+// cycles follow each other, was a sixth of weft-rm's CPU
+// (test/bench/binding -running).
+func (b *Binder) Moved(also []types.UID) (pods []*corev1.Pod, gone []types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, uid := range also {
+		b.moved[uid] = struct{}{}
+	}
+	for uid := range b.moved {
+		if p, ok := b.shown(b.pods[uid]); ok {
+			pods = append(pods, p)
+		} else {
+			gone = append(gone, uid)
+		}
+	}
+	clear(b.moved)
+	return pods, gone
+}
+
+// shown is p as Pods returns it (with its assumed node), or false for a
+// pod Pods leaves out. Called with mu held.
+func (b *Binder) shown(p *corev1.Pod) (*corev1.Pod, bool) {
+	if p == nil {
+		return nil, false
+	}
+	switch node, assumed := b.assumed[p.UID]; {
+	case p.Spec.NodeName != "":
+		return p, true
+	case assumed:
+		// A shallow copy with its node: callers do not modify pods,
+		// and a deep copy of every pod bound and not yet seen so, each
+		// cycle, was a tenth of weft-rm's CPU in test/bench/binding.
+		c := *p
+		c.Spec.NodeName = node
+		return &c, true
+	case p.DeletionTimestamp == nil:
+		return p, true
+	}
+	return nil, false
 }
 
 // Bind binds pods to nodes and returns one error (or nil) per binding, in
@@ -227,6 +275,7 @@ func (b *Binder) assume(bindings []Binding) {
 	defer b.mu.Unlock()
 	for _, bd := range bindings {
 		b.assumed[bd.UID] = bd.Node
+		b.moved[bd.UID] = struct{}{}
 	}
 }
 
@@ -256,8 +305,9 @@ func (b *Binder) bind(ctx context.Context, bindings []Binding) []error {
 // forget drops the assumption of a binding that failed.
 func (b *Binder) forget(bd Binding) {
 	b.mu.Lock()
-	if b.assumed[bd.UID] == bd.Node {
+	if node, ok := b.assumed[bd.UID]; ok && node == bd.Node {
 		delete(b.assumed, bd.UID)
+		b.moved[bd.UID] = struct{}{}
 	}
 	b.mu.Unlock()
 }

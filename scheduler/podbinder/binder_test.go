@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +85,21 @@ func TestBinder(t *testing.T) {
 	}
 }
 
+// started is a Binder of the default scheduler's pods on its own watch,
+// run until ctx ends and synced.
+func started(ctx context.Context, t *testing.T, client *fake.Clientset) *Binder {
+	t.Helper()
+	b, err := New(client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Run(ctx)
+	if !b.WaitForSync(ctx) {
+		t.Fatal("not synced")
+	}
+	return b
+}
+
 func names(ps []*corev1.Pod) []string {
 	var out []string
 	for _, p := range ps {
@@ -105,14 +122,7 @@ func TestBindAsyncFailure(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b, err := New(client, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go b.Run(ctx)
-	if !b.WaitForSync(ctx) {
-		t.Fatal("not synced")
-	}
+	b := started(ctx, t, client)
 	done := make(chan []error, 1)
 	b.BindAsync(ctx, []Binding{{Namespace: "ns", Name: "waiting", UID: "uid-waiting", Node: "n2"}}, func(errs []error) { done <- errs })
 	if pending, bound := b.Pods(); len(pending) != 0 || len(bound) != 1 {
@@ -124,6 +134,67 @@ func TestBindAsyncFailure(t *testing.T) {
 	}
 	if pending, bound := b.Pods(); len(pending) != 1 || len(bound) != 0 {
 		t.Fatalf("after the failure: pending %v, bound %v", names(pending), names(bound))
+	}
+}
+
+// Moved reports what changed since the last Pods or Moved, as Pods would
+// show it: a new pod, a pod assumed bound (with its node), a binding that
+// failed (waiting again), a pod deleted (gone), and the pods asked for
+// whether or not they moved; nothing else.
+func TestMoved(t *testing.T) {
+	client := fake.NewClientset(pod("a", DefaultSchedulerName, ""), pod("b", DefaultSchedulerName, ""),
+		pod("other", "default-scheduler", ""))
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "binding" {
+			return true, nil, fmt.Errorf("refused")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := started(ctx, t, client)
+	show := func(pods []*corev1.Pod, gone []types.UID) string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name+"@"+p.Spec.NodeName)
+		}
+		for _, uid := range gone {
+			out = append(out, "gone:"+string(uid))
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	if got := show(b.Moved(nil)); got != "a@ b@" {
+		t.Errorf("after the first list: %q, want both pods", got)
+	}
+	if got := show(b.Moved(nil)); got != "" {
+		t.Errorf("nothing changed: %q", got)
+	}
+	if got := show(b.Moved([]types.UID{"uid-b", "uid-nobody"})); got != "b@ gone:uid-nobody" {
+		t.Errorf("asked for b and an unknown pod: %q", got)
+	}
+	errs := b.Bind(ctx, []Binding{{Namespace: "ns", Name: "a", UID: "uid-a", Node: "n1"}})
+	if errs[0] == nil {
+		t.Fatal("binding did not fail")
+	}
+	if got := show(b.Moved(nil)); got != "a@" {
+		t.Errorf("after a failed binding: %q, want a waiting", got)
+	}
+	b.BindAsync(ctx, []Binding{{Namespace: "ns", Name: "b", UID: "uid-b", Node: "n2"}}, func([]error) {})
+	b.Pods() // starts Moved afresh
+	if err := client.CoreV1().Pods("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	got := ""
+	for ; !strings.Contains(got, "gone:uid-a") && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		got += " " + show(b.Moved(nil))
+	}
+	if !strings.Contains(got, "gone:uid-a") {
+		t.Errorf("after a's deletion: %q, want a gone", got)
+	}
+	if strings.Contains(got, "other") {
+		t.Errorf("another scheduler's pod reported: %q", got)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 
 // Secondary index positions, per table.
 const (
-	appsByQueue = 0
+	appsByQueue     = 0
+	appsReservingBy = 1
 
 	requestsByApp = 0
 
@@ -25,9 +26,10 @@ const (
 //
 // The tables have only the indexes some query reads, since every index
 // costs each write of its table and holds an entry per object:
-// applications by queue (a cycle's leaves), requests and allocations by
-// application (a cycle's jobs, gang checks, DeleteApplication),
-// allocations by node (DeleteNode).
+// applications by queue (a cycle's leaves), those holding quota for a
+// declared maximum by queue (each cycle's holds: a few of thousands),
+// requests and allocations by application (a cycle's jobs, gang checks,
+// DeleteApplication), allocations by node (DeleteNode).
 type db struct {
 	// index is the store index of the last write this version contains.
 	index       uint64
@@ -42,7 +44,13 @@ func newDB() *db {
 	return &db{
 		nodes: cowtable.New("node", func(n *objects.Node) string { return n.ID }),
 		apps: cowtable.New("application", func(a *objects.Application) string { return a.ID },
-			cowtable.Index[objects.Application]{Name: "queue", Key: func(a *objects.Application) string { return a.Queue }}),
+			cowtable.Index[objects.Application]{Name: "queue", Key: func(a *objects.Application) string { return a.Queue }},
+			cowtable.Index[objects.Application]{Name: "reserving", AllowMissing: true, Key: func(a *objects.Application) string {
+				if a.Reserve.IsZero() {
+					return ""
+				}
+				return a.Queue
+			}}),
 		requests: cowtable.New("request", func(r *objects.Request) string { return r.ID },
 			cowtable.Index[objects.Request]{Name: "app", Key: func(r *objects.Request) string { return r.AppID }}),
 		allocations: cowtable.New("allocation", func(a *objects.Allocation) string { return a.ID },

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/scheduler/objects"
 )
@@ -85,5 +86,70 @@ func TestSnapshotIsolation(t *testing.T) {
 	}
 	if q := after.QueueUsage("root"); q.Used.MilliCPU != 2000*one.MilliCPU {
 		t.Errorf("root uses %v after 2,000 allocations of %v", q.Used, one)
+	}
+}
+
+// TestCycleQueries checks the two queries a cycle reads instead of every
+// application of a leaf: the applications with pending requests, and
+// those holding quota for a declared maximum, as requests come and go and
+// a hold is set and dropped.
+func TestCycleQueries(t *testing.T) {
+	s := newStore(t, "root.a", "root.b")
+	one := quota.Resource{MilliCPU: 1000, Memory: 1 << 30}
+	ids := func(apps []*objects.Application) string {
+		var out []string
+		for _, a := range apps {
+			out = append(out, a.ID)
+		}
+		return fmt.Sprint(out)
+	}
+	steps := []struct {
+		name              string
+		write             func(w *Txn) error
+		asking, reserving string // reserving: root.a's
+	}{
+		{"applications, none asking", func(w *Txn) error {
+			for _, a := range []*objects.Application{{ID: "a1", Queue: "root.a"}, {ID: "a2", Queue: "root.a", Reserve: one},
+				{ID: "b1", Queue: "root.b", Reserve: one}} {
+				if err := w.UpsertApplication(a); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "[]", "[a2]"},
+		{"two requests of one, one of another", func(w *Txn) error {
+			for _, r := range []*objects.Request{{ID: "r1", AppID: "b1", Tier: records.TierLow, Resource: one}, {ID: "r2", AppID: "b1", Tier: records.TierLow, Resource: one},
+				{ID: "r3", AppID: "a1", Tier: records.TierLow, Resource: one}} {
+				if err := w.AddRequest(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "[a1 b1]", "[a2]"},
+		{"a hold set, another dropped", func(w *Txn) error {
+			if err := w.UpsertApplication(&objects.Application{ID: "a1", Queue: "root.a", Reserve: one}); err != nil {
+				return err
+			}
+			return w.UpsertApplication(&objects.Application{ID: "a2", Queue: "root.a"})
+		}, "[a1 b1]", "[a1]"},
+		{"one request of two gone", func(w *Txn) error { return w.RemoveRequest("r1") }, "[a1 b1]", "[a1]"},
+		{"the last requests gone", func(w *Txn) error {
+			if err := w.RemoveRequest("r2"); err != nil {
+				return err
+			}
+			return w.RemoveRequest("r3")
+		}, "[]", "[a1]"},
+	}
+	for _, st := range steps {
+		if err := s.Update(st.write); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		snap := s.Snapshot()
+		if got := ids(snap.ApplicationsWithRequests()); got != st.asking {
+			t.Errorf("%s: applications with requests %s, want %s", st.name, got, st.asking)
+		}
+		if got := ids(snap.ReservingApplicationsInQueue("root.a")); got != st.reserving {
+			t.Errorf("%s: root.a's holding applications %s, want %s", st.name, got, st.reserving)
+		}
 	}
 }

@@ -424,6 +424,30 @@ func (r reader) ApplicationsInQueue(queue string) []*objects.Application {
 	return r.db.apps.By(appsByQueue, queue)
 }
 
+// ReservingApplicationsInQueue returns a leaf queue's applications that
+// hold quota for a declared maximum (a non-zero Reserve), in id order.
+func (r reader) ReservingApplicationsInQueue(queue string) []*objects.Application {
+	return r.db.apps.By(appsReservingBy, queue)
+}
+
+// ApplicationsWithRequests returns the applications that have pending
+// requests, in id order: what a cycle may place, without the applications
+// that only hold allocations, which are most of a busy cluster's.
+func (r reader) ApplicationsWithRequests() []*objects.Application {
+	var out []*objects.Application
+	last := ""
+	r.db.requests.AscendBy(requestsByApp, "", func(rq *objects.Request) bool {
+		if rq.AppID != last {
+			last = rq.AppID
+			if a := r.db.apps.Get(last); a != nil {
+				out = append(out, a)
+			}
+		}
+		return true
+	})
+	return out
+}
+
 // Request returns a pending request or nil.
 func (r reader) Request(id string) *objects.Request { return r.db.requests.Get(id) }
 

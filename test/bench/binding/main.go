@@ -45,6 +45,7 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -277,6 +278,9 @@ leaderElection:
 			if r.rss > 0 {
 				fmt.Printf("          %s RSS at the last bind: %.0f MiB\n", s.name, float64(r.rss)/(1<<20))
 			}
+			if r.cycles != "" {
+				fmt.Printf("          %s scheduling cycles since its start: %s\n", s.name, r.cycles)
+			}
 			fmt.Printf("          CPU over the round: %s\n", r.others)
 			fmt.Printf("          API server over the round: %s\n", r.served)
 			if round > 0 {
@@ -367,17 +371,7 @@ func (s scheduler) waitReady(ctx context.Context, web string, exited <-chan stru
 // weftReady tells whether weft-rm at web has run a scheduling cycle: it
 // has synced the nodes and the pods and its allocator runs.
 func weftReady(ctx context.Context, web string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+web+"/metrics", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := weftMetrics(ctx, web)
 	if err != nil {
 		return false
 	}
@@ -387,6 +381,45 @@ func weftReady(ctx context.Context, web string) bool {
 		}
 	}
 	return false
+}
+
+// weftCycles says how many scheduling cycles weft-rm at web has run and
+// how long they took (weft_scheduling_cycle_seconds): under a stream of
+// arrivals, their number times what each reads is most of its CPU.
+func weftCycles(ctx context.Context, web string) string {
+	families, err := weftMetrics(ctx, web)
+	if err != nil {
+		return err.Error()
+	}
+	var count uint64
+	var sum float64
+	for _, m := range families["weft_scheduling_cycle_seconds"].GetMetric() {
+		count += m.GetHistogram().GetSampleCount()
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	if count == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d, %.2fs in all (%.2f ms each)", count, sum, 1000*sum/float64(count))
+}
+
+// weftMetrics reads weft-rm's /metrics at web.
+func weftMetrics(ctx context.Context, web string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+web+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("weft-rm metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	var parser expfmt.TextParser
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("weft-rm metrics: %w", err)
+	}
+	return families, nil
 }
 
 type result struct {
@@ -405,6 +438,9 @@ type result struct {
 	// served is what the API server did over the round: its requests by
 	// verb and resource, and the watch events it sent by kind.
 	served string
+	// cycles is how many scheduling cycles weft-rm ran from its start to
+	// the round's last bind, and their time (none for the others).
+	cycles string
 }
 
 // cpuOf says whose CPU a round's result counts.
@@ -554,6 +590,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		exited       <-chan struct{}
 		cpu          func() time.Duration
 		rss          = func() int64 { return 0 }
+		web          string // weft-rm's web address, when it has one
 		// created receives the pods' creation's end, in a round of a
 		// running scheduler.
 		created = make(chan error, 1)
@@ -589,8 +626,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	} else {
 		args := s.args
 		var saved chan struct{} // closed when the profile is saved
-		var web string
-		if prof.file != "" || (running && s.ready != nil) {
+		if prof.file != "" || s.ready != nil {
 			var err error
 			if web, err = e2e.FreeAddr(); err != nil {
 				return result{}, err
@@ -668,9 +704,14 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	}
 	used, mem, others := cpu(), rss(), takeAccount(fleet).since(before)
 	served := apiServed(ctx, client).since(servedBefore)
+	var cycles string
+	if s.ready != nil {
+		cycles = weftCycles(ctx, web)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, rss: mem, others: quiet + "; " + others, served: served}, nil
+	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, rss: mem, others: quiet + "; " + others,
+		served: served, cycles: cycles}, nil
 }
 
 // createWidth is how many pods are created at once.
