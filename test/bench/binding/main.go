@@ -3,10 +3,11 @@
 // (weft-rm) and by kube-scheduler, measured in the same run on the same
 // private control plane (etcd, kube-apiserver, kube-controller-manager)
 // with kwok's fake nodes, and prints the ratio (target ≥ 3×) — and
-// Weft's share of two floors measured in the same run: the benchmark
-// binding the pods itself (the API server's ceiling), and the same after
-// the one list of nodes and pods any scheduler started against pending
-// pods must make first.
+// Weft's share of the floors measured in the same run: the benchmark
+// binding the pods itself (the API server's ceiling); the same after the
+// one list of nodes and pods any scheduler started against pending pods
+// must make first; and the same with the watch of every live pod that any
+// scheduler keeps.
 //
 // Each round creates the pods first, for one scheduler, and only then
 // starts that scheduler: its time runs from its start to the last pod
@@ -97,12 +98,12 @@ func main() {
 	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
 	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
-	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind)")
+	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind, watch-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs: weft-rm's from its start, the API server's from the round's")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
-	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns; list-and-bind is left out")
+	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns, watch-and-bind the same with a watch of every live pod kept; list-and-bind is left out")
 	flag.Parse()
 	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
@@ -234,11 +235,62 @@ leaderElection:
 		}
 		return bindAll(ctx, cl, ns, pods, nodes)
 	}
+	// The floor of any scheduler that keeps, as it must, a watch of every
+	// live pod (those it binds, and those others hold on its nodes), as
+	// weft-rm and kube-scheduler keep one: the API server sends that watch
+	// each pod's creation and binding once more. Cold, the watch's list
+	// stands for list-and-bind's list of pods, and the pending pods are
+	// taken from it; with -running, the watch is up before the pods come
+	// (its list, of the few pods left between rounds, is in the round's
+	// time) and the pods are bound as the ceiling binds them.
+	watched := func(then func(ctx context.Context, ns string, cl kubernetes.Interface, pending []string) error) func(ctx context.Context, ns string) error {
+		return func(ctx context.Context, ns string) error {
+			cl := fleet.ClientWith(o.qps, o.burst)
+			factory := informers.NewSharedInformerFactoryWithOptions(cl, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+				lo.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+			}))
+			inf := factory.Core().V1().Pods().Informer()
+			watchCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go inf.Run(watchCtx.Done())
+			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				return ctx.Err()
+			}
+			var pending []string
+			for _, obj := range inf.GetStore().List() {
+				if p, ok := obj.(*corev1.Pod); ok && p.Namespace == ns && p.Spec.NodeName == "" {
+					pending = append(pending, p.Name)
+				}
+			}
+			return then(ctx, ns, cl, pending)
+		}
+	}
+	watchedListAndBind := watched(func(ctx context.Context, ns string, cl kubernetes.Interface, pending []string) error {
+		nodeList, err := cl.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return fmt.Errorf("list nodes: %w", err)
+		}
+		var nodes []string
+		for _, n := range nodeList.Items {
+			if n.Labels[kwokfleet.NodeLabel] == "kwok" {
+				nodes = append(nodes, n.Name)
+			}
+		}
+		if len(pending) != o.pods || len(nodes) == 0 {
+			return fmt.Errorf("watched %d pending pods and listed %d nodes, want %d and some", len(pending), len(nodes), o.pods)
+		}
+		return bindAll(ctx, cl, ns, pending, nodes)
+	})
+	watchedCreateAndBind := watched(func(ctx context.Context, ns string, _ kubernetes.Interface, _ []string) error {
+		return createAndBind(ctx, ns)
+	})
 	if o.running {
-		schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: createAndBind})
+		schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: createAndBind},
+			scheduler{name: "watch-and-bind", schedulerName: "bench-watched", direct: watchedCreateAndBind})
 	} else {
 		schedulers = append(schedulers, scheduler{name: "api-ceiling", schedulerName: "bench-direct", direct: direct},
-			scheduler{name: "list-and-bind", schedulerName: "bench-listed", direct: listed})
+			scheduler{name: "list-and-bind", schedulerName: "bench-listed", direct: listed},
+			scheduler{name: "watch-and-bind", schedulerName: "bench-watched", direct: watchedListAndBind})
 	}
 	if o.only != "" {
 		prefixes := strings.Split(o.only, ",")
@@ -304,9 +356,14 @@ leaderElection:
 	if o.running {
 		ceiling = "creating the pods and binding each as its creation returns, with no scheduling at all"
 	}
+	watchFloor := "a watch of every live pod listed, one list of nodes, then binding with no scheduling"
+	if o.running {
+		watchFloor = "the ceiling with a watch of every live pod kept, as a scheduler keeps one"
+	}
 	for _, floor := range []struct{ name, what string }{
 		{"api-ceiling", ceiling},
 		{"list-and-bind", "one list of nodes and of pods, then binding with no scheduling"},
+		{"watch-and-bind", watchFloor},
 	} {
 		c := results[floor.name]
 		if len(c) == 0 {
