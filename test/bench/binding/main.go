@@ -56,6 +56,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/e2e"
@@ -209,31 +210,46 @@ leaderElection:
 	// plus what any scheduler must do before its first bind — learn the
 	// nodes and the pending pods, with one list each as an informer's
 	// first list makes them (resourceVersion 0: from the watch cache).
-	listed := func(ctx context.Context, ns string) error {
-		cl := fleet.ClientWith(o.qps, o.burst)
+	// kwokNodes lists the fleet's nodes once (resourceVersion 0, as an
+	// informer's first list).
+	kwokNodes := func(ctx context.Context, cl kubernetes.Interface) ([]string, error) {
 		nodeList, err := cl.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
-			return fmt.Errorf("list nodes: %w", err)
+			return nil, fmt.Errorf("list nodes: %w", err)
 		}
-		podList, err := cl.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return fmt.Errorf("list pods: %w", err)
-		}
-		var pods, nodes []string
+		var nodes []string
 		for _, n := range nodeList.Items {
 			if n.Labels[kwokfleet.NodeLabel] == "kwok" {
 				nodes = append(nodes, n.Name)
 			}
 		}
+		return nodes, nil
+	}
+	// bindFound binds the round's pending pods a floor found (how: listed,
+	// watched) to the nodes it listed, once it found them all.
+	bindFound := func(ctx context.Context, cl kubernetes.Interface, ns, how string, pods, nodes []string) error {
+		if len(pods) != o.pods || len(nodes) == 0 {
+			return fmt.Errorf("%s %d pending pods and %d nodes, want %d and some", how, len(pods), len(nodes), o.pods)
+		}
+		return bindAll(ctx, cl, ns, pods, nodes)
+	}
+	listed := func(ctx context.Context, ns string) error {
+		cl := fleet.ClientWith(o.qps, o.burst)
+		nodes, err := kwokNodes(ctx, cl)
+		if err != nil {
+			return err
+		}
+		podList, err := cl.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return fmt.Errorf("list pods: %w", err)
+		}
+		var pods []string
 		for _, p := range podList.Items {
 			if p.Namespace == ns && p.Spec.NodeName == "" {
 				pods = append(pods, p.Name)
 			}
 		}
-		if len(pods) != o.pods || len(nodes) == 0 {
-			return fmt.Errorf("listed %d pending pods and %d nodes, want %d and some", len(pods), len(nodes), o.pods)
-		}
-		return bindAll(ctx, cl, ns, pods, nodes)
+		return bindFound(ctx, cl, ns, "listed", pods, nodes)
 	}
 	// The floor of any scheduler that keeps, as it must, a watch of every
 	// live pod (those it binds, and those others hold on its nodes), as
@@ -242,14 +258,12 @@ leaderElection:
 	// stands for list-and-bind's list of pods, and the pending pods are
 	// taken from it; with -running, the watch is up before the pods come
 	// (its list, of the few pods left between rounds, is in the round's
-	// time) and the pods are bound as the ceiling binds them.
+	// time) and the pods are bound as the ceiling binds them. The watch is
+	// weft-rm's own (nodesync.LivePods).
 	watched := func(then func(ctx context.Context, ns string, cl kubernetes.Interface, pending []string) error) func(ctx context.Context, ns string) error {
 		return func(ctx context.Context, ns string) error {
 			cl := fleet.ClientWith(o.qps, o.burst)
-			factory := informers.NewSharedInformerFactoryWithOptions(cl, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-				lo.FieldSelector = "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
-			}))
-			inf := factory.Core().V1().Pods().Informer()
+			inf := nodesync.LivePods(cl)
 			watchCtx, stop := context.WithCancel(ctx)
 			defer stop()
 			go inf.Run(watchCtx.Done())
@@ -266,20 +280,11 @@ leaderElection:
 		}
 	}
 	watchedListAndBind := watched(func(ctx context.Context, ns string, cl kubernetes.Interface, pending []string) error {
-		nodeList, err := cl.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		nodes, err := kwokNodes(ctx, cl)
 		if err != nil {
-			return fmt.Errorf("list nodes: %w", err)
+			return err
 		}
-		var nodes []string
-		for _, n := range nodeList.Items {
-			if n.Labels[kwokfleet.NodeLabel] == "kwok" {
-				nodes = append(nodes, n.Name)
-			}
-		}
-		if len(pending) != o.pods || len(nodes) == 0 {
-			return fmt.Errorf("watched %d pending pods and listed %d nodes, want %d and some", len(pending), len(nodes), o.pods)
-		}
-		return bindAll(ctx, cl, ns, pending, nodes)
+		return bindFound(ctx, cl, ns, "watched", pending, nodes)
 	})
 	watchedCreateAndBind := watched(func(ctx context.Context, ns string, _ kubernetes.Interface, _ []string) error {
 		return createAndBind(ctx, ns)
