@@ -272,8 +272,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	began := time.Now()
 	defer a.metrics.observeCycle(began)
 	now := a.opts.Now() // the cycle's one instant: quotas' time windows, cooldowns
-	snap := a.mgr.Snapshot()
-	nodes := a.view.runningNodes(snap)
+	snap, nodes := a.snapshot()
 	h, err := a.hierarchy(nodes.list, now)
 	if err != nil {
 		return 0, err
@@ -291,8 +290,7 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	// The marks are taken before the snapshot they are read in, which
 	// then holds every change marked.
 	changed := a.view.take()
-	snap = a.mgr.Snapshot()
-	nodes = a.view.runningNodes(snap)
+	snap, nodes = a.snapshot()
 	where := a.view.constraints(nodes, a.opts.Nodes)
 	pods, err := a.sync(snap, nodes, h, now, where, changed)
 	if err != nil {
@@ -387,6 +385,12 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		a.opts.Logger.Debug("cycle granted nothing", "pending", asked, "applied", len(result.Applied), "rejected", len(result.Rejected))
 	}
 	return granted, nil
+}
+
+// snapshot takes a snapshot of the RM's store and the RUNNING nodes in it
+// (view.snapshotNodes).
+func (a *Allocator) snapshot() (*state.Snapshot, *nodeSet) {
+	return a.view.snapshotNodes(a.mgr.Snapshot)
 }
 
 // hierarchy is the queues' quotas for a cluster of the given running

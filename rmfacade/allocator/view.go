@@ -43,6 +43,9 @@ type view struct {
 	full  bool
 	apps  map[records.ApplicationID]bool
 	nodes map[string]bool
+	// runningStale: a node was added or removed, or changed what a cycle
+	// reads of it, since running was listed.
+	runningStale bool
 
 	// The rest is the cycle's (Allocator.cycleMu).
 	st *schedstate.Store
@@ -67,10 +70,9 @@ type view struct {
 	// pods is what the store holds of the pods that name Weft's
 	// scheduler.
 	pods *podView
-	// running are the RUNNING nodes as of a snapshot, kept until
-	// runningChanged closes at the first node write after it.
-	running        *nodeSet
-	runningChanged <-chan struct{}
+	// running are the RUNNING nodes as of a snapshot, kept until a node
+	// write that moves what a cycle reads of them (runningStale).
+	running *nodeSet
 	// memberships numbers the distinct node sets running has held.
 	memberships uint64
 	// where is where pods may go among running, kept while running and
@@ -98,21 +100,21 @@ func sameMembers(a, b []*records.Node) bool {
 	return slices.EqualFunc(a, b, func(x, y *records.Node) bool { return x.ID == y.ID && x.Host == y.Host })
 }
 
-// runningNodes returns snap's RUNNING nodes, listing them only when a node
-// changed since the last list: several cycles a second over 10,000 nodes
-// otherwise list, sort and index them all for nothing (a tenth of weft-rm's
-// allocations while heartbeating, test/bench/scale). The set is snap's
-// too, snap being taken after the last list: no node changed in between,
-// or runningChanged would be closed.
-func (v *view) runningNodes(snap *state.Snapshot) *nodeSet {
-	if v.runningChanged != nil {
-		select {
-		case <-v.runningChanged:
-		default:
-			return v.running
-		}
+// runningNodes returns snap's RUNNING nodes, listing them only when stale
+// (snapshotNodes) says a node moved since the last
+// list: several cycles a second over 10,000 nodes otherwise list, sort and
+// index them all for nothing (a tenth of weft-rm's allocations while
+// heartbeating, test/bench/scale). Only the writes that move what a cycle
+// reads of a node count (schedulingMoved): while Weft binds, each node is
+// written again and again with what Weft's own pods hold there (its Used
+// and NumContainers, which no cycle reads from the set), and listing on
+// every write was a tenth of a cycle's CPU in test/bench/binding -running.
+// The set's records then may be older than snap's for those fields alone;
+// for every field a cycle reads, the set is snap's.
+func (v *view) runningNodes(snap *state.Snapshot, stale bool) *nodeSet {
+	if v.running != nil && !stale {
+		return v.running
 	}
-	v.runningChanged = snap.NodesChanged()
 	list := snap.Nodes(records.NodeRunning)
 	ns := &nodeSet{list: list, byID: make(map[string]*records.Node, len(list)), byHost: make(map[string]*records.Node, len(list))}
 	if v.running != nil && sameMembers(v.running.list, list) {
@@ -127,6 +129,23 @@ func (v *view) runningNodes(snap *state.Snapshot) *nodeSet {
 	}
 	v.running = ns
 	return ns
+}
+
+// snapshotNodes takes a snapshot (by take) and the RUNNING nodes in it,
+// listed again when a write since the last list moved them. The mark is
+// cleared before the snapshot, which then holds every write before it; a
+// write that marks the nodes again meanwhile may or may not be in the
+// snapshot, so they are listed from it and stay marked for the next.
+func (v *view) snapshotNodes(take func() *state.Snapshot) (*state.Snapshot, *nodeSet) {
+	v.mu.Lock()
+	stale := v.runningStale
+	v.runningStale = false
+	v.mu.Unlock()
+	snap := take()
+	v.mu.Lock()
+	stale = stale || v.runningStale
+	v.mu.Unlock()
+	return snap, v.runningNodes(snap, stale)
 }
 
 // constraints returns where pods may go among nodes, as kube's nodes say:
@@ -172,6 +191,7 @@ func (v *view) observe(_ *state.Snapshot, changes []state.Change) {
 			after, _ := c.After.(*records.Node)
 			if before == nil || after == nil || schedulingMoved(before, after) {
 				v.nodes[r.ID] = true
+				v.runningStale = true
 			}
 		}
 	}
@@ -198,7 +218,7 @@ func (v *view) markApp(id records.ApplicationID) {
 // markAll asks the next cycle for a whole new view.
 func (v *view) markAll() {
 	v.mu.Lock()
-	v.full = true
+	v.full, v.runningStale = true, true
 	v.mu.Unlock()
 }
 

@@ -429,8 +429,7 @@ func syncView(t *testing.T, a *Allocator) string {
 	defer a.cycleMu.Unlock()
 	now := a.opts.Now()
 	changed := a.view.take()
-	snap := a.mgr.Snapshot()
-	nodes := a.view.runningNodes(snap)
+	snap, nodes := a.snapshot()
 	h, err := a.hierarchy(nodes.list, now)
 	if err != nil {
 		t.Fatal(err)
@@ -649,5 +648,67 @@ func TestNodeMarkedOnlyWhenACycleReadsTheChange(t *testing.T) {
 	v.observe(nil, []state.Change{{Table: "nodes", After: &added}})
 	if !v.take().nodes[base.ID] {
 		t.Error("a new node is not marked")
+	}
+}
+
+// The running nodes are listed again only after a write a cycle reads:
+// writes of what Weft's own pods hold keep the set (and its records),
+// any other move lists it again, and a write between the stale check
+// and the snapshot it lists from is not lost.
+func TestRunningNodesListedOnlyWhenACycleReadsTheChange(t *testing.T) {
+	mgr, _ := testRM(t, quota.DefaultQueues)
+	a := New(mgr, Options{Logger: quiet})
+	node := records.Node{ID: "n1:8041", Host: "n1", HTTPAddress: "n1:8042", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}
+	put := func(change func(n *records.Node)) {
+		t.Helper()
+		change(&node)
+		n := node
+		if err := mgr.PutNode(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(func(*records.Node) {})
+	_, first := a.snapshot()
+	if len(first.list) != 1 || first.byID[node.ID].Capability.VCores != 8 {
+		t.Fatalf("first list %v", first.list)
+	}
+
+	put(func(n *records.Node) {
+		n.Used, n.NumContainers, n.LastHealthUpdate = records.Resource{MemoryMB: 1024, VCores: 1}, 1, 7
+	})
+	if _, kept := a.snapshot(); kept != first {
+		t.Error("a write of what Weft's pods hold listed the nodes again")
+	}
+
+	put(func(n *records.Node) { n.Capability.VCores = 4 })
+	_, moved := a.snapshot()
+	if moved == first || moved.byID[node.ID].Capability.VCores != 4 || moved.byHost["n1"].Capability.VCores != 4 {
+		t.Errorf("after a capacity change: %+v", moved.byID[node.ID])
+	}
+	if moved.members != first.members {
+		t.Error("the same node counted as a new membership")
+	}
+
+	// A write after the mark is cleared and before the snapshot: it is
+	// in the snapshot, and so in the set.
+	_, unhealthy := a.view.snapshotNodes(func() *state.Snapshot {
+		put(func(n *records.Node) { n.State = records.NodeUnhealthy })
+		return mgr.Snapshot()
+	})
+	if len(unhealthy.list) != 0 {
+		t.Errorf("an unhealthy node still running: %v", unhealthy.list)
+	}
+	// A write after the snapshot: the next snapshot lists again.
+	_, before := a.view.snapshotNodes(func() *state.Snapshot {
+		snap := mgr.Snapshot()
+		put(func(n *records.Node) { n.State = records.NodeRunning })
+		return snap
+	})
+	if len(before.list) != 0 {
+		t.Errorf("the snapshot's set holds a node written after it: %v", before.list)
+	}
+	if _, again := a.snapshot(); len(again.list) != 1 {
+		t.Errorf("a node back to running not listed: %v", again.list)
 	}
 }

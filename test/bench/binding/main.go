@@ -332,6 +332,9 @@ leaderElection:
 			fmt.Printf("round %s  %-15s %d pods bound in %6.2fs from %s (%7.1f pods/s); first→last bind %6.2fs (%7.1f pods/s); first bind after %5.2fs; %s CPU %5.2fs\n",
 				label, s.name, o.pods, r.total.Seconds(), from, r.rate(), r.binding.Seconds(), float64(o.pods)/r.binding.Seconds(),
 				(r.total - r.binding).Seconds(), s.cpuOf(), r.cpu.Seconds())
+			if o.running {
+				fmt.Printf("          every pod created by %6.2fs, %d bound by then\n", r.allCreated.Seconds(), r.boundThen)
+			}
 			if r.rss > 0 {
 				fmt.Printf("          %s RSS at the last bind: %.0f MiB\n", s.name, float64(r.rss)/(1<<20))
 			}
@@ -503,6 +506,12 @@ type result struct {
 	// cycles is how many scheduling cycles weft-rm ran from its start to
 	// the round's last bind, and their time (none for the others).
 	cycles string
+	// allCreated is when the benchmark's watch had seen every pod of the
+	// round (from the round's start), and boundThen how many were bound
+	// by then: with -running, what is left after allCreated is the
+	// scheduler's lag behind the creations.
+	allCreated time.Duration
+	boundThen  int
 }
 
 // cpuOf says whose CPU a round's result counts.
@@ -612,17 +621,26 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	var (
 		mu          sync.Mutex
 		bound       = map[string]bool{}
+		seen        = map[string]bool{}
 		first, last time.Time
+		allSeen     time.Time
+		boundThen   int
 		done        = make(chan struct{})
 	)
 	onPod := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok || p.Spec.NodeName == "" {
+		if !ok {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if bound[p.Name] {
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			if len(seen) == n {
+				allSeen, boundThen = time.Now(), len(bound)
+			}
+		}
+		if p.Spec.NodeName == "" || bound[p.Name] {
 			return
 		}
 		now := time.Now()
@@ -773,7 +791,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	mu.Lock()
 	defer mu.Unlock()
 	return result{pods: n, total: last.Sub(start), binding: last.Sub(first), cpu: used, rss: mem, others: quiet + "; " + others,
-		served: served, cycles: cycles}, nil
+		served: served, cycles: cycles, allCreated: allSeen.Sub(start), boundThen: boundThen}, nil
 }
 
 // createWidth is how many pods are created at once.
