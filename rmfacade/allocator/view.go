@@ -101,14 +101,14 @@ func sameMembers(a, b []*records.Node) bool {
 }
 
 // runningNodes returns snap's RUNNING nodes, listing them only when stale
-// (snapshotNodes) says a node moved since the last
-// list: several cycles a second over 10,000 nodes otherwise list, sort and
-// index them all for nothing (a tenth of weft-rm's allocations while
-// heartbeating, test/bench/scale). Only the writes that move what a cycle
-// reads of a node count (schedulingMoved): while Weft binds, each node is
-// written again and again with what Weft's own pods hold there (its Used
-// and NumContainers, which no cycle reads from the set), and listing on
-// every write was a tenth of a cycle's CPU in test/bench/binding -running.
+// (snapshotNodes) says a node moved since the last list: several cycles a
+// second over 10,000 nodes otherwise list, sort and index them all for
+// nothing (a tenth of weft-rm's allocations while heartbeating,
+// test/bench/scale). Only the writes that move what a cycle reads of a node
+// count (schedulingMoved): while Weft binds, each node is written again and
+// again with what Weft's own pods hold there (its Used and NumContainers,
+// which no cycle reads from the set), and listing on every write was a
+// quarter of the cycles' CPU in test/bench/binding -running.
 // The set's records then may be older than snap's for those fields alone;
 // for every field a cycle reads, the set is snap's.
 func (v *view) runningNodes(snap *state.Snapshot, stale bool) *nodeSet {
