@@ -621,7 +621,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	var (
 		mu          sync.Mutex
 		bound       = map[string]bool{}
-		seen        = map[string]bool{}
+		added       int // pods the watch has seen created
 		first, last time.Time
 		allSeen     time.Time
 		boundThen   int
@@ -629,18 +629,12 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	)
 	onPod := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok {
+		if !ok || p.Spec.NodeName == "" {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !seen[p.Name] {
-			seen[p.Name] = true
-			if len(seen) == n {
-				allSeen, boundThen = time.Now(), len(bound)
-			}
-		}
-		if p.Spec.NodeName == "" || bound[p.Name] {
+		if bound[p.Name] {
 			return
 		}
 		now := time.Now()
@@ -654,7 +648,17 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }})
+	// Each pod is added once (a relist after a watch ended updates the
+	// pods it had), so the adds count the pods created.
+	onAdd := func(obj any) {
+		mu.Lock()
+		if added++; added == n {
+			allSeen, boundThen = time.Now(), len(bound)
+		}
+		mu.Unlock()
+		onPod(obj)
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onAdd, UpdateFunc: func(_, obj any) { onPod(obj) }})
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go inf.Run(watchCtx.Done())
