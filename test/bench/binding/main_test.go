@@ -1,0 +1,37 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestMedianInterval(t *testing.T) {
+	// count returns 1..n, shuffled the same way every time.
+	count := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64((i*7)%n + 1)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		n      int
+		lo, hi float64
+	}{
+		{n: 5},               // P(all above the median) = 1/32 > 2.5%: no interval
+		{n: 6, lo: 1, hi: 6}, // 1/64 ≤ 2.5% < 7/64: the extremes
+		{n: 9, lo: 2, hi: 8}, // P(X≤1) = 10/512 ≤ 2.5% < P(X≤2) = 46/512
+		{n: 16, lo: 4, hi: 13},
+		{n: 30, lo: 10, hi: 21}, // P(X≤9) ≈ 2.1% ≤ 2.5% < P(X≤10) ≈ 4.9%
+	} {
+		v := count(tc.n)
+		before := slices.Clone(v)
+		lo, hi := medianInterval(v)
+		if lo != tc.lo || hi != tc.hi {
+			t.Errorf("n=%d: interval %v–%v, want %v–%v", tc.n, lo, hi, tc.lo, tc.hi)
+		}
+		if !slices.Equal(v, before) {
+			t.Errorf("n=%d: the samples were reordered", tc.n)
+		}
+	}
+}
