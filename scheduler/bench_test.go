@@ -155,3 +155,33 @@ func benchCycleApply(b *testing.B, z benchSize, nodes int) {
 	b.ReportMetric(float64(placed)/float64(b.N), "pods/cycle")
 	b.ReportMetric(float64(applying.Milliseconds())/float64(b.N), "apply-ms")
 }
+
+// BenchmarkScheduleOneAsk is a cycle over a large cluster in which one
+// request waits, as most cycles of a running cluster are (an AM asking for
+// one more container, a pod created): what a cycle costs whatever it
+// places, by the cluster's nodes, with the node search bounded as weft-rm
+// bounds it (AdaptivePercentage).
+//
+//	go test ./scheduler -run '^$' -bench ScheduleOneAsk
+func BenchmarkScheduleOneAsk(b *testing.B) {
+	for _, nodes := range []int{1000, 10_000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			h := newHarness(b, quota.QueueQuota{Path: "root.q"})
+			for i := range nodes {
+				h.node(fmt.Sprintf("node-%05d", i), res(32_000, 128), res(int64(i%8)*1000, int64(i%8)*4))
+			}
+			h.submit(job{id: "app", queue: "root.q", low: 1, each: res(1000, 2)})
+			snap := h.store.Snapshot()
+			sched := New(Options{PercentageOfNodesToScore: AdaptivePercentage})
+			for b.Loop() {
+				plan, err := sched.Schedule(context.Background(), snap)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(plan.Units) != 1 {
+					b.Fatalf("placed %d units, want 1", len(plan.Units))
+				}
+			}
+		})
+	}
+}

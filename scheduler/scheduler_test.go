@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
@@ -372,5 +373,63 @@ func TestAdaptiveSearchStillPlacesEveryPod(t *testing.T) {
 	}
 	if placed[0] != 50*24 || placed[AdaptivePercentage] != placed[0] {
 		t.Fatalf("placed %d scoring every node, %d with the adaptive bound; want %d each", placed[0], placed[AdaptivePercentage], 50*24)
+	}
+}
+
+// One Scheduler's cycles start from what it derived of the last cycle's
+// nodes (nodeMemo): each cycle must still see every node as its own
+// snapshot holds it — not as the last cycle left its working copy, and
+// not as a node was before the store replaced, cordoned or removed it.
+func TestCyclesSeeEachSnapshotsNodes(t *testing.T) {
+	gpu := func(r quota.Resource, n int64) quota.Resource { r.SetInPlace("nvidia.com/gpu", n); return r }
+	h := newHarness(t, quota.QueueQuota{Path: "root.a"})
+	h.node("a-gpu", gpu(res(4000, 16), 1), quota.Resource{})
+	h.node("b-cpu", res(4000, 16), res(3000, 0))
+	h.submit(job{id: "j", queue: "root.a", low: 1, each: gpu(res(1000, 1), 1)})
+	s := New(Options{})
+	placedOn := func(snap *state.Snapshot) []string {
+		t.Helper()
+		plan, err := s.Schedule(context.Background(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, u := range plan.Units {
+			for _, p := range u.Placements {
+				nodes = append(nodes, p.NodeID)
+			}
+		}
+		return nodes
+	}
+	first := h.store.Snapshot()
+	// The same snapshot twice: the first cycle's placement took the
+	// GPU from its working copy of a-gpu only.
+	for i := range 2 {
+		if got := placedOn(first); !slices.Equal(got, []string{"a-gpu"}) {
+			t.Fatalf("cycle %d over the first snapshot placed on %v, want [a-gpu]", i+1, got)
+		}
+	}
+	// The GPU node cordoned: nowhere to go.
+	h.update(func(w *state.Txn) error {
+		return w.UpsertNode(&objects.Node{ID: "a-gpu", Allocatable: gpu(res(4000, 16), 1), Cordoned: true})
+	})
+	if got := placedOn(h.store.Snapshot()); len(got) != 0 {
+		t.Fatalf("placed on %v with the GPU node cordoned, want nowhere", got)
+	}
+	// A CPU job fits only where the others left room: b-cpu's online
+	// load gone, and a-gpu removed (the nodes after it shift).
+	h.submit(job{id: "k", queue: "root.a", low: 1, each: res(2000, 1)})
+	h.update(func(w *state.Txn) error {
+		if err := w.DeleteNode("a-gpu"); err != nil {
+			return err
+		}
+		return w.UpsertNode(&objects.Node{ID: "b-cpu", Allocatable: res(4000, 16)})
+	})
+	if got := placedOn(h.store.Snapshot()); !slices.Equal(got, []string{"b-cpu"}) {
+		t.Fatalf("placed on %v after a-gpu went and b-cpu emptied, want [b-cpu]", got)
+	}
+	// And the first snapshot, still held, is still what it was.
+	if got := placedOn(first); !slices.Equal(got, []string{"a-gpu"}) {
+		t.Fatalf("the first snapshot again placed on %v, want [a-gpu]", got)
 	}
 }
