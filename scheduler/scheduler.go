@@ -94,7 +94,7 @@ type Scheduler struct {
 // their addresses while it does: a pointer that matches is that node.
 type nodeMemo struct {
 	entries []nodeEntry
-	// capacity is the sum of the entries' capacity.
+	// capacity is the sum of the capacity of the entries not cordoned.
 	capacity quota.Resource
 	// work and ptrs are the last cycle's working nodes, reused: nothing
 	// of a cycle outlives Schedule but its plan, which names nodes by id.
@@ -303,8 +303,7 @@ func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
 	// it copies what it derived of them last cycle (nodeMemo), and the
 	// index by id is left to the cycles that plan preemption
 	// (loadAllocations).
-	var capacity quota.Resource
-	c.nodes, capacity = s.nodes.start(snap.Nodes())
+	c.nodes, c.capacity = s.nodes.start(snap.Nodes())
 	c.nodesToScore = s.opts.nodesToScore(len(c.nodes))
 	loads := map[string]quota.QueueLoad{}
 	for _, p := range c.h.Paths() {
@@ -322,8 +321,7 @@ func (s *Scheduler) newCycle(snap *state.Snapshot) *cycle {
 	for _, p := range c.h.Leaves() {
 		c.leafs = append(c.leafs, c.queue[p])
 	}
-	c.capacity = capacity
-	for p, sh := range c.h.FairShares(capacity, loads) {
+	for p, sh := range c.h.FairShares(c.capacity, loads) {
 		c.queue[p].fair = sh.FairShare
 	}
 	c.reserve = map[string]quota.Resource{}
