@@ -16,12 +16,23 @@ type Process struct {
 
 // StartProcess starts bin with args, its output to logFile.
 func StartProcess(logFile, bin string, args ...string) (*Process, error) {
+	return StartProcessEnv(logFile, bin, nil, args...)
+}
+
+// StartProcessEnv is StartProcess with more environment variables
+// ("KEY=value", after and so over this process's own) for the child alone:
+// a benchmark's runtime setting (GOMAXPROCS, GOGC) for the process it
+// measures, not for the control plane it also starts.
+func StartProcessEnv(logFile, bin string, env []string, args ...string) (*Process, error) {
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err

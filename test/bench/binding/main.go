@@ -76,6 +76,10 @@ type options struct {
 	// weftArgs are more of weft-rm's flags, space-separated: what a run
 	// tries against the defaults (e.g. --gc-percent 100).
 	weftArgs string
+	// weftEnv are environment variables for weft-rm alone (KEY=value,
+	// space-separated): the Go runtime's settings tried against its
+	// defaults (e.g. GOMAXPROCS=1) without changing the control plane's.
+	weftEnv string
 	// profiles, when set, is where weft-rm (run with --profiling) leaves
 	// a CPU profile of each round's first seconds.
 	profiles string
@@ -100,6 +104,7 @@ func main() {
 	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
 	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
+	flag.StringVar(&o.weftEnv, "weft-env", "", "environment variables for weft-rm alone, KEY=value space-separated (e.g. 'GOMAXPROCS=1')")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind, watch-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
@@ -136,10 +141,14 @@ leaderElection:
 `, cluster.Kubeconfig, o.qps, o.burst), 0o644); err != nil {
 		return err
 	}
+	weftEnv, err := envList(o.weftEnv)
+	if err != nil {
+		return err
+	}
 	schedulers := []scheduler{
 		{name: "kube-scheduler", schedulerName: corev1.DefaultSchedulerName, bin: kubeScheduler,
 			args: []string{"--config", schedConf, "--secure-port", "0"}},
-		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady,
+		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady, env: weftEnv,
 			args: func(dir string) []string {
 				// Plain: kwok nodes have no colocation agent to publish
 				// reclaimed capacity; their allocatable is the capacity.
@@ -398,7 +407,9 @@ leaderElection:
 type scheduler struct {
 	name, schedulerName, bin string
 	args                     []string
-	direct                   func(ctx context.Context, ns string) error
+	// env is more of the process's environment (KEY=value).
+	env    []string
+	direct func(ctx context.Context, ns string) error
 	// ready, for a process started with a web address (--webapp-address
 	// web), tells whether it schedules yet; nil: readyWait after its start.
 	ready func(ctx context.Context, web string) bool
@@ -784,7 +795,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 				}
 			}()
 		}
-		proc, err := kube.StartProcess(logFile, s.bin, args...)
+		proc, err := kube.StartProcessEnv(logFile, s.bin, s.env, args...)
 		if err != nil {
 			return result{}, err
 		}
@@ -1004,3 +1015,14 @@ func settle(ctx context.Context, pids map[string]int) string {
 
 // podName is the name of a round's i-th pod.
 func podName(i int) string { return fmt.Sprintf("p-%05d", i) }
+
+// envList reads -weft-env: KEY=value pairs, space-separated.
+func envList(s string) ([]string, error) {
+	env := strings.Fields(s)
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("-weft-env: %q is not KEY=value", kv)
+		}
+	}
+	return env, nil
+}

@@ -35,3 +35,22 @@ func TestMedianInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvList(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: ""},
+		{in: " GOMAXPROCS=1  GOGC=200 ", want: []string{"GOMAXPROCS=1", "GOGC=200"}},
+		{in: "GODEBUG=gctrace=1", want: []string{"GODEBUG=gctrace=1"}},
+		{in: "GOMAXPROCS", wantErr: true},
+		{in: "=1", wantErr: true},
+	} {
+		got, err := envList(tc.in)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("envList(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
