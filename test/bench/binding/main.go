@@ -79,7 +79,7 @@ type options struct {
 	// weftEnv are environment variables for weft-rm alone (KEY=value,
 	// space-separated): the Go runtime's settings tried against its
 	// defaults (e.g. GOMAXPROCS=1) without changing the control plane's.
-	weftEnv string
+	weftEnv []string
 	// profiles, when set, is where weft-rm (run with --profiling) leaves
 	// a CPU profile of each round's first seconds.
 	profiles string
@@ -104,7 +104,7 @@ func main() {
 	flag.IntVar(&o.parallelism, "bind-parallelism", 256, "weft's bindings in flight (--bind-parallelism), and the ceiling's")
 	flag.BoolVar(&o.keep, "keep-cluster", false, "leave the benchmark's control plane up")
 	flag.StringVar(&o.weftArgs, "weft-args", "", "more weft-rm flags, space-separated (e.g. '--gc-percent 100')")
-	flag.StringVar(&o.weftEnv, "weft-env", "", "environment variables for weft-rm alone, KEY=value space-separated (e.g. 'GOMAXPROCS=1')")
+	weftEnv := flag.String("weft-env", "", "environment variables for weft-rm alone, KEY=value space-separated (e.g. 'GOMAXPROCS=1')")
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind, watch-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
@@ -112,7 +112,13 @@ func main() {
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns, watch-and-bind the same with a watch of every live pod kept; list-and-bind is left out")
 	flag.Parse()
-	err := kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
+	// Read before the cluster's minutes of setup, not after them.
+	var err error
+	if o.weftEnv, err = envList(*weftEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "binding:", err)
+		os.Exit(2)
+	}
+	err = kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
 	})
 	if err != nil {
@@ -141,14 +147,10 @@ leaderElection:
 `, cluster.Kubeconfig, o.qps, o.burst), 0o644); err != nil {
 		return err
 	}
-	weftEnv, err := envList(o.weftEnv)
-	if err != nil {
-		return err
-	}
 	schedulers := []scheduler{
 		{name: "kube-scheduler", schedulerName: corev1.DefaultSchedulerName, bin: kubeScheduler,
 			args: []string{"--config", schedConf, "--secure-port", "0"}},
-		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady, env: weftEnv,
+		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady, env: o.weftEnv,
 			args: func(dir string) []string {
 				// Plain: kwok nodes have no colocation agent to publish
 				// reclaimed capacity; their allocatable is the capacity.
