@@ -33,7 +33,8 @@ type Options struct {
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
 	// Workers is how many bindings are in flight at once (default 256):
-	// each waits on the API server, which takes many at once.
+	// each waits on the API server, which takes many at once. Each runs
+	// on a worker goroutine that stays for the next.
 	Workers int
 	// Informer, when set, is a shared informer of live pods of every
 	// scheduler (run by its owner), which the Binder indexes by scheduler
@@ -76,8 +77,11 @@ type Binder struct {
 	// moved are the pods whose answer from Pods changed since the last
 	// Pods or Moved (seen anew, gone, assumed, an assumption forgotten).
 	moved map[types.UID]struct{}
-	// inflight holds a token per binding in flight.
-	inflight chan struct{}
+	// jobs hands a binding to an idle worker (see start).
+	jobs chan func()
+	// poolMu guards workers, how many binding workers are started.
+	poolMu  sync.Mutex
+	workers int
 }
 
 // New returns a Binder; Run starts its watch.
@@ -92,7 +96,7 @@ func New(client kubernetes.Interface, opts Options) (*Binder, error) {
 		opts.Logger = slog.Default()
 	}
 	b := &Binder{client: client, opts: opts, informer: opts.Informer, assumed: map[types.UID]string{},
-		pods: map[types.UID]*corev1.Pod{}, moved: map[types.UID]struct{}{}, inflight: make(chan struct{}, opts.Workers)}
+		pods: map[types.UID]*corev1.Pod{}, moved: map[types.UID]struct{}{}, jobs: make(chan func())}
 	if b.informer == nil {
 		// Only live pods of this scheduler: the API server filters, so the
 		// cache holds Weft's pods and nothing else. A pod that ends leaves
@@ -283,23 +287,59 @@ func (b *Binder) bind(ctx context.Context, bindings []Binding) []error {
 	errs := make([]error, len(bindings))
 	var wg sync.WaitGroup
 	for i, bd := range bindings {
-		select {
-		case b.inflight <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
-			b.forget(bd)
-			continue
-		}
 		wg.Add(1)
-		go func() {
-			defer func() { <-b.inflight; wg.Done() }()
+		err := b.start(ctx, func() {
+			defer wg.Done()
 			if errs[i] = b.bindOne(ctx, bd); errs[i] != nil {
 				b.forget(bd)
 			}
-		}()
+		})
+		if err != nil {
+			wg.Done()
+			errs[i] = err
+			b.forget(bd)
+		}
 	}
 	wg.Wait()
 	return errs
+}
+
+// start runs a binding on a worker that waits for one, or on a new worker
+// while there are fewer than Workers, or else waits for a worker to be
+// free (or ctx to end). Workers outlive their bindings and live as long as
+// the Binder: a goroutine a binding grew its stack through client-go's
+// HTTP/2 path each time, copying it several times (2% of weft-rm's CPU
+// while pods arrive one by one, test/bench/binding -running), and woke the
+// Go scheduler once more for its start; parked, Workers goroutines cost
+// their stacks.
+func (b *Binder) start(ctx context.Context, job func()) error {
+	select {
+	case b.jobs <- job:
+		return nil
+	default:
+	}
+	b.poolMu.Lock()
+	if b.workers < b.opts.Workers {
+		b.workers++
+		b.poolMu.Unlock()
+		go b.work(job)
+		return nil
+	}
+	b.poolMu.Unlock()
+	select {
+	case b.jobs <- job:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// work runs job, then every job start hands it.
+func (b *Binder) work(job func()) {
+	for {
+		job()
+		job = <-b.jobs
+	}
 }
 
 // forget drops the assumption of a binding that failed.

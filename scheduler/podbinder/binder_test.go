@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -289,5 +290,73 @@ func TestBoundPodNeverPendingAgain(t *testing.T) {
 	<-done
 	if len(wrong) > 0 {
 		t.Errorf("%d of %d pods reported waiting after they were bound, e.g. %v", len(wrong), n, wrong[:min(5, len(wrong))])
+	}
+}
+
+// Bindings run at most Workers at once across concurrent calls, each call
+// gets its own bindings' errors in order, and a second burst finds the
+// first burst's workers waiting rather than starting as many again.
+func TestBindWorkers(t *testing.T) {
+	const workers, n = 4, 40
+	var (
+		mu             sync.Mutex
+		inflight, most int
+	)
+	client := fake.NewClientset()
+	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		if bd := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding); strings.HasSuffix(bd.Name, "7") {
+			return true, nil, fmt.Errorf("refused %s", bd.Name)
+		}
+		return true, nil, nil
+	})
+	b, err := New(client, Options{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	burst := func(prefix string) {
+		var wg sync.WaitGroup
+		for c := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var bs []Binding
+				for i := range n {
+					name := fmt.Sprintf("%s-%d-%d", prefix, c, i)
+					bs = append(bs, Binding{Namespace: "ns", Name: name, UID: types.UID(name), Node: "n1"})
+				}
+				for i, err := range b.Bind(ctx, bs) {
+					if failed := strings.HasSuffix(bs[i].Name, "7"); failed != (err != nil) || err != nil && !strings.Contains(err.Error(), bs[i].Name) {
+						t.Errorf("binding %s: %v", bs[i].Name, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	before := goruntime.NumGoroutine()
+	burst("a")
+	afterA := goruntime.NumGoroutine()
+	burst("b")
+	afterB := goruntime.NumGoroutine()
+	if most > workers || most == 0 {
+		t.Errorf("%d bindings in flight at most, want 1 to %d", most, workers)
+	}
+	// 120 bindings started the Workers workers and no more, and the
+	// second burst's ran on them.
+	if afterA-before != workers || afterB != afterA {
+		t.Errorf("goroutines: %d before, %d after a burst of bindings, %d after the next; want %d workers started once",
+			before, afterA, afterB, workers)
 	}
 }

@@ -108,7 +108,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "measure only the schedulers whose name starts with one of these, comma-separated (kube-scheduler, weft, api-ceiling, list-and-bind, watch-and-bind)")
 	flag.StringVar(&o.logs, "logs", "", "keep the schedulers' and kwok's logs in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
-	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs: weft-rm's from its start, the API server's from the round's")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs: weft-rm's from its start (with -running from the round's), the API server's from the round's")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns, watch-and-bind the same with a watch of every live pod kept; list-and-bind is left out")
 	flag.Parse()
@@ -771,42 +771,54 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 		if !running {
 			begin()
 		}
+		// profile saves weft-rm's CPU profile (and trace): in a cold round
+		// from its start, in a round of running schedulers from the
+		// round's first creation, so that its start is not in it.
+		profile := func() {}
 		if prof.file != "" {
 			args = append(args, "--profiling")
-			saved = make(chan struct{})
-			go func() {
-				defer close(saved)
-				// From the moment weft-rm listens, a few ms after its start.
-				for range 200 {
-					if c, err := net.Dial("tcp", web); err == nil {
-						c.Close()
-						break
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				if prof.traceSeconds > 0 {
-					go func() {
-						file := strings.TrimSuffix(prof.file, ".pb.gz") + ".trace"
-						if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("trace?seconds=%d", prof.traceSeconds), file); err != nil {
-							fmt.Println("   trace:", err)
+			profile = func() {
+				saved = make(chan struct{})
+				go func() {
+					defer close(saved)
+					// From the moment weft-rm listens, a few ms after its start.
+					for range 200 {
+						if c, err := net.Dial("tcp", web); err == nil {
+							c.Close()
+							break
 						}
-					}()
-				}
-				if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("profile?seconds=%d", prof.seconds), prof.file); err != nil {
-					fmt.Println("   CPU profile:", err)
-				}
-			}()
+						time.Sleep(5 * time.Millisecond)
+					}
+					if prof.traceSeconds > 0 {
+						go func() {
+							file := strings.TrimSuffix(prof.file, ".pb.gz") + ".trace"
+							if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("trace?seconds=%d", prof.traceSeconds), file); err != nil {
+								fmt.Println("   trace:", err)
+							}
+						}()
+					}
+					if err := e2e.SaveProfile(ctx, web, fmt.Sprintf("profile?seconds=%d", prof.seconds), prof.file); err != nil {
+						fmt.Println("   CPU profile:", err)
+					}
+				}()
+			}
+		}
+		if !running {
+			profile()
 		}
 		proc, err := kube.StartProcessEnv(logFile, s.bin, s.env, args...)
 		if err != nil {
 			return result{}, err
 		}
 		defer proc.Stop()
-		if saved != nil {
-			// Deferred after Stop, so run before it: the profile ends
-			// before weft-rm does.
-			defer func() { <-saved }()
-		}
+		// Deferred after Stop, so run before it: the profile ends before
+		// weft-rm does (a round of running schedulers starts it only once
+		// weft-rm is ready).
+		defer func() {
+			if saved != nil {
+				<-saved
+			}
+		}()
 		exited = proc.Exited()
 		cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d }
 		rss = func() int64 { b, _ := e2e.ProcessRSS(proc.PID()); return b }
@@ -815,6 +827,7 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 				return result{}, fmt.Errorf("%s not ready: %w; see %s", s.name, err, logFile)
 			}
 			begin()
+			profile()
 			atStart := cpu()
 			cpu = func() time.Duration { d, _ := e2e.ProcessCPU(proc.PID()); return d - atStart }
 			go func() { created <- createPods(watchCtx, client, ns, s.schedulerName, n, nil) }()
