@@ -36,6 +36,23 @@ func TestMedianInterval(t *testing.T) {
 	}
 }
 
+func TestMiddle(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{in: nil, want: 0},
+		{in: []float64{3}, want: 3},
+		{in: []float64{0.5, 1}, want: 0.75},
+		{in: []float64{5, 1, 3}, want: 3},
+		{in: []float64{4, 1, 3, 2}, want: 2.5},
+	} {
+		if got := middle(slices.Clone(tc.in)); got != tc.want {
+			t.Errorf("middle(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestEnvList(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
