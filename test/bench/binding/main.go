@@ -786,7 +786,8 @@ func (s scheduler) measure(ctx context.Context, client kubernetes.Interface, fle
 				saved = make(chan struct{})
 				go func() {
 					defer close(saved)
-					// From the moment weft-rm listens, a few ms after its start.
+					// From the moment weft-rm listens, a few ms after its start
+					// (at once in a round of running schedulers: it is ready).
 					for range 200 {
 						if c, err := net.Dial("tcp", web); err == nil {
 							c.Close()
