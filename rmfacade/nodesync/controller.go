@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
@@ -30,8 +31,66 @@ func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if !kubeclient.WaitForSync(ctx, s.synced()...) {
 		return reconcile.Result{}, fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
 	}
+	if req == ownPodsBatch {
+		return reconcile.Result{}, s.syncOwnPods()
+	}
 	after, err := s.syncNode(req.Name)
 	return reconcile.Result{RequeueAfter: after}, err
+}
+
+// ownPodsBatch is the request that writes every node whose record lags
+// behind Weft's own pods (see podEvents). No node's request has a
+// namespace: nodes are cluster-scoped.
+var ownPodsBatch = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "weft.io/own-pods", Name: "batch"}}
+
+// nodeRequest is the request that reconciles one node.
+func nodeRequest(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// syncOwnPods writes, in one transaction, the nodes Weft's own pods moved
+// on since the last batch, and asks for a node's reconcile when a record
+// it wrote goes stale on its own (a cooldown it began ends). On a failed
+// write the nodes wait for the batch's retry.
+func (s *Syncer) syncOwnPods() error {
+	s.ownMu.Lock()
+	names, q := s.ownMoved, s.queue
+	s.ownMoved = nil
+	s.ownMu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	err := s.writeOwnPods(names, q)
+	if err != nil {
+		s.ownMu.Lock()
+		if s.ownMoved == nil {
+			s.ownMoved = map[string]struct{}{}
+		}
+		for name := range names {
+			s.ownMoved[name] = struct{}{}
+		}
+		s.ownMu.Unlock()
+	}
+	return err
+}
+
+func (s *Syncer) writeOwnPods(names map[string]struct{}, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	recs := make([]*records.Node, 0, len(names))
+	for name := range names {
+		rec, stale, err := s.nodeRecord(name)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+		if stale > 0 && q != nil {
+			q.AddAfter(nodeRequest(name), stale)
+		}
+	}
+	return s.mgr.PutNodes(recs...)
 }
 
 // SetupWithManager runs the Syncer under mgr, fed by its own informers
@@ -52,7 +111,7 @@ func (s *Syncer) SetupWithManager(mgr manager.Manager) error {
 // PodNode maps a pod to the node it is bound to.
 func PodNode(_ context.Context, o client.Object) []reconcile.Request {
 	if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: p.Spec.NodeName}}}
+		return []reconcile.Request{nodeRequest(p.Spec.NodeName)}
 	}
 	return nil
 }
@@ -62,10 +121,16 @@ func PodNode(_ context.Context, o client.Object) []reconcile.Request {
 // capacity is the node's less theirs. A change of Weft's own pods waits up
 // to ownPodDelay, as YARN's RM learns of a node's containers at its
 // NodeManager's next heartbeat: the allocator accounts for Weft's pods from
-// the pods themselves, the record's Used only shows them (yarn node -list,
-// the AMs' headroom), and a burst of bindings then writes a node once, not
-// once a pod (test/bench/binding: 5,000 such writes were a seventh of
-// weft-rm's CPU while it bound 5,000 pods).
+// the pods themselves, and the record's Used only shows them (yarn node
+// -list, the AMs' headroom). The nodes they moved on are written by one
+// batch (ownPodsBatch) each ownPodDelay, not by a reconcile a node: pods
+// bound at a scheduler's pace reach a node seconds apart, so a node's own
+// delay joined none of them, and test/bench/binding's 5,000 bindings
+// across 1,000 nodes were 5,000 reconciles and store transactions, a
+// tenth of weft-rm's CPU while it bound (the controller's per-reconcile
+// logger, ID and metrics, a timer each in the delaying queue, every
+// transaction waking the store's subscribers); a batch a second writes
+// each node at most once in it.
 func (s *Syncer) podEvents() handler.EventHandler {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		own := true
@@ -78,13 +143,27 @@ func (s *Syncer) podEvents() handler.EventHandler {
 			own = own && s.isWeft(p)
 			reqs = append(reqs, PodNode(context.Background(), p)...)
 		}
-		for _, r := range reqs {
-			if own && s.ownPodDelay() > 0 {
-				q.AddAfter(r, s.ownPodDelay())
-			} else {
+		if len(reqs) == 0 {
+			return
+		}
+		if !own || s.ownPodDelay() < 0 {
+			for _, r := range reqs {
 				q.Add(r)
 			}
+			return
 		}
+		s.ownMu.Lock()
+		if s.ownMoved == nil {
+			s.ownMoved = map[string]struct{}{}
+		}
+		for _, r := range reqs {
+			s.ownMoved[r.Name] = struct{}{}
+		}
+		s.queue = q
+		s.ownMu.Unlock()
+		// A batch already waiting keeps its time: the delaying queue
+		// holds an item once, at its earliest.
+		q.AddAfter(ownPodsBatch, s.ownPodDelay())
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/rm"
@@ -51,8 +54,9 @@ type Options struct {
 	CNR dynamic.Interface
 	// OwnPodDelay is how long a node's record may lag behind Weft's own
 	// pods bound to it or gone from it (default 1s, YARN's NodeManager
-	// heartbeat interval; negative: no lag): a burst of bindings writes
-	// each node once. Others' pods are read at once.
+	// heartbeat interval; negative: no lag): the nodes Weft's pods moved
+	// on in that time are written together, once each, in one
+	// transaction. Others' pods are read at once.
 	OwnPodDelay time.Duration
 	// CapacityStaleAfter is how old a node agent's heartbeat may be before
 	// its published capacity is read as none, for a profile with one
@@ -76,6 +80,21 @@ type Syncer struct {
 	// placement counts the node changes placement constraints read (see
 	// PlacementVersion).
 	placement atomic.Uint64
+
+	// writeMu is held from reading a node's record to writing it: the
+	// controller reconciles a node's request alone, but the own-pods
+	// batch writes nodes too, and a record read before a batch's must
+	// not be written after it.
+	writeMu sync.Mutex
+	// ownMu guards ownMoved and queue.
+	ownMu sync.Mutex
+	// ownMoved are the nodes whose record lags behind Weft's own pods,
+	// for the next own-pods batch (see podEvents).
+	ownMoved map[string]struct{}
+	// queue is the controller's workqueue, as its event handlers last
+	// saw it: the batch asks it to wake a node's reconcile when a record
+	// it wrote goes stale on its own.
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 // New returns a Syncer; Run starts its watches.
@@ -360,6 +379,8 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	// One transaction for every node: the allocator's first cycle waits
 	// on this pass.
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	var recs []*records.Node
 	live := map[string]bool{}
 	add := func(name string) error {
@@ -420,6 +441,8 @@ func podNode(obj any) ([]string, error) {
 // heartbeat or measurement ages past CapacityStaleAfter, a cooldown ends —
 // or zero.
 func (s *Syncer) syncNode(name string) (time.Duration, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	rec, stale, err := s.nodeRecord(name)
 	if err != nil {
 		return 0, err
