@@ -3,6 +3,8 @@ package nodesync
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/translator/kubeclient"
 )
 
@@ -60,37 +61,16 @@ func (s *Syncer) syncOwnPods() error {
 	if len(names) == 0 {
 		return nil
 	}
-	err := s.writeOwnPods(names, q)
+	err := s.writeNodes(slices.Collect(maps.Keys(names)), q)
 	if err != nil {
 		s.ownMu.Lock()
 		if s.ownMoved == nil {
 			s.ownMoved = map[string]struct{}{}
 		}
-		for name := range names {
-			s.ownMoved[name] = struct{}{}
-		}
+		maps.Copy(s.ownMoved, names)
 		s.ownMu.Unlock()
 	}
 	return err
-}
-
-func (s *Syncer) writeOwnPods(names map[string]struct{}, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	recs := make([]*records.Node, 0, len(names))
-	for name := range names {
-		rec, stale, err := s.nodeRecord(name)
-		if err != nil {
-			return err
-		}
-		if rec != nil {
-			recs = append(recs, rec)
-		}
-		if stale > 0 && q != nil {
-			q.AddAfter(nodeRequest(name), stale)
-		}
-	}
-	return s.mgr.PutNodes(recs...)
 }
 
 // SetupWithManager runs the Syncer under mgr, fed by its own informers

@@ -379,28 +379,37 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	// One transaction for every node: the allocator's first cycle waits
 	// on this pass.
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	var recs []*records.Node
+	names := make([]string, 0, len(nodeList))
 	live := map[string]bool{}
-	add := func(name string) error {
-		rec, _, err := s.nodeRecord(name)
-		if rec != nil {
-			recs = append(recs, rec)
-		}
-		return err
-	}
 	for _, n := range nodeList {
 		live[s.nodeID(n.Name)] = true
-		if err := add(n.Name); err != nil {
-			return err
-		}
+		names = append(names, n.Name)
 	}
 	for _, n := range s.mgr.Snapshot().Nodes() {
 		if !live[n.ID] {
-			if err := add(n.Host); err != nil {
-				return err
-			}
+			names = append(names, n.Host)
+		}
+	}
+	return s.writeNodes(names, nil)
+}
+
+// writeNodes writes the records of the named nodes that moved, in one
+// transaction, and when q is given asks it for a node's reconcile when
+// what was read of it goes stale on its own.
+func (s *Syncer) writeNodes(names []string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	recs := make([]*records.Node, 0, len(names))
+	for _, name := range names {
+		rec, stale, err := s.nodeRecord(name)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+		if stale > 0 && q != nil {
+			q.AddAfter(nodeRequest(name), stale)
 		}
 	}
 	return s.mgr.PutNodes(recs...)
