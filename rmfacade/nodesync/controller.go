@@ -133,6 +133,11 @@ func (s *Syncer) podEvents() handler.EventHandler {
 			return
 		}
 		s.ownMu.Lock()
+		// Only the first node since the last batch took its nodes asks
+		// for the next: the others join a batch already asked for (each
+		// AddAfter is a handoff to the delaying queue's goroutine, which
+		// would only find the batch waiting).
+		first := len(s.ownMoved) == 0
 		if s.ownMoved == nil {
 			s.ownMoved = map[string]struct{}{}
 		}
@@ -141,9 +146,9 @@ func (s *Syncer) podEvents() handler.EventHandler {
 		}
 		s.queue = q
 		s.ownMu.Unlock()
-		// A batch already waiting keeps its time: the delaying queue
-		// holds an item once, at its earliest.
-		q.AddAfter(ownPodsBatch, s.ownPodDelay())
+		if first {
+			q.AddAfter(ownPodsBatch, s.ownPodDelay())
+		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -197,9 +197,12 @@ func TestPodEventsDelayOwnPods(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s.ownMoved = nil
-			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			q := &countingQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())}
 			defer q.ShutDown()
 			tc.send(q)
+			if wantAsked := len(tc.wantMoved) > 0; (q.addedAfter == 1) != wantAsked || q.addedAfter > 1 {
+				t.Errorf("the batch asked for %d times, want once when own pods moved, else never", q.addedAfter)
+			}
 			if got := q.Len(); got != tc.wantAtOnce {
 				t.Fatalf("%d requests at once, want %d", got, tc.wantAtOnce)
 			}
@@ -256,6 +259,17 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 	if writes != 2 || r.node("a").LastHealthUpdate != clock.UnixMilli() {
 		t.Errorf("report time %v old: %d writes, want 2 and the time now", reportRefresh, writes)
 	}
+}
+
+// countingQueue counts the controller's delayed requests.
+type countingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	addedAfter int
+}
+
+func (q *countingQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.addedAfter++
+	q.TypedRateLimitingInterface.AddAfter(r, d)
 }
 
 // The own-pods batch writes every node Weft's pods moved on in one
