@@ -203,3 +203,84 @@ func TestResponsesUncompressed(t *testing.T) {
 		})
 	}
 }
+
+// A clientset from New sends its watches over HTTP/1.1 and everything else
+// over HTTP/2, against a server that speaks both: the watch's events
+// arrive, and the requests before and after it share one HTTP/2
+// connection.
+func TestWatchesOverHTTP1(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		proto = map[string]int{} // "GET watch" or "GET" → HTTP major version
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		key := r.Method
+		if r.URL.Query().Get("watch") == "true" {
+			key += " watch"
+		}
+		mu.Lock()
+		proto[key] = r.ProtoMajor
+		mu.Unlock()
+		if key == "GET watch" {
+			pod := corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+			json.NewEncoder(w).Encode(map[string]any{"type": "ADDED", "object": pod})
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		json.NewEncoder(w).Encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}})
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	client, err := New(&rest.Config{Host: srv.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := client.CoreV1().Pods("ns").Watch(ctx, metav1.ListOptions{AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if p, ok := ev.Object.(*corev1.Pod); !ok || p.Name != "p" {
+			t.Errorf("watch event %v %T, want the pod p", ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatal("no watch event")
+	}
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if proto["GET watch"] != 1 || proto["GET"] != 2 {
+		t.Errorf("watch over HTTP/%d and list over HTTP/%d, want 1 and 2", proto["GET watch"], proto["GET"])
+	}
+}
+
+func TestIsWatch(t *testing.T) {
+	for _, tc := range []struct {
+		method, query string
+		want          bool
+	}{
+		{http.MethodGet, "watch=true", true},
+		{http.MethodGet, "allowWatchBookmarks=true&resourceVersion=5&watch=true", true},
+		{http.MethodGet, "watch=1", true},
+		{http.MethodGet, "watch=false", false},
+		{http.MethodGet, "allowWatchBookmarks=true", false},
+		{http.MethodGet, "labelSelector=watch%3Dtrue", false},
+		{http.MethodGet, "", false},
+		{http.MethodPost, "watch=true", false},
+	} {
+		r := &http.Request{Method: tc.method, URL: &url.URL{Path: "/api/v1/pods", RawQuery: tc.query}}
+		if got := isWatch(r); got != tc.want {
+			t.Errorf("%s ?%s: isWatch %v, want %v", tc.method, tc.query, got, tc.want)
+		}
+	}
+}
