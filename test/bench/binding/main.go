@@ -23,7 +23,13 @@
 // translator/kubeclient — so the floors are measured with the encoding
 // the schedulers use.
 //
+// With -baseline-weft, another weft-rm binary (an earlier revision's) is
+// measured each round too, and today's is compared with it round by
+// round: a change worth a few percent is seen only so, the rates of one
+// run moving more between rounds than the change moves them.
+//
 //	go run ./test/bench/binding [-nodes 1000] [-pods 5000] [-rounds 1]
+//	go run ./test/bench/binding -running -only weft,api-ceiling -baseline-weft /tmp/weft-rm-old -rounds 18
 package main
 
 import (
@@ -91,6 +97,13 @@ type options struct {
 	traceSeconds int
 	// running measures schedulers already running when the pods come.
 	running bool
+	// baselineWeft is another weft-rm binary (an earlier revision's),
+	// measured each round beside today's as weft-baseline: a change's
+	// gain, paired round by round on one control plane, where the
+	// ceiling's rate moves more between runs than the change does.
+	baselineWeft string
+	// timeout bounds the whole run, setup included.
+	timeout time.Duration
 }
 
 func main() {
@@ -110,6 +123,8 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "save weft-rm's CPU profile of each round's first seconds (-profile-seconds), and the API server's in each scheduler's round, in this directory")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 5, "with -profiles, how long each CPU profile runs: weft-rm's from its start (with -running from the round's), the API server's from the round's")
 	flag.IntVar(&o.traceSeconds, "trace-seconds", 0, "with -profiles, also save an execution trace of weft-rm's first this many seconds (go tool trace)")
+	flag.StringVar(&o.baselineWeft, "baseline-weft", "", "another weft-rm binary (e.g. built from an earlier revision: git worktree add /tmp/old REV && go -C /tmp/old build -o /tmp/weft-rm-old ./cmd/weft-rm), measured each round beside today's as weft-baseline")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "bound on the whole run, setup included")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns, watch-and-bind the same with a watch of every live pod kept; list-and-bind is left out")
 	flag.Parse()
 	// Read before the cluster's minutes of setup, not after them.
@@ -118,7 +133,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "binding:", err)
 		os.Exit(2)
 	}
-	err = kwokfleet.Run(60*time.Minute, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
+	if o.baselineWeft != "" {
+		if _, err := os.Stat(o.baselineWeft); err != nil {
+			fmt.Fprintln(os.Stderr, "binding: -baseline-weft:", err)
+			os.Exit(2)
+		}
+	}
+	err = kwokfleet.Run(o.timeout, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
 	})
 	if err != nil {
@@ -150,7 +171,10 @@ leaderElection:
 	schedulers := []scheduler{
 		{name: "kube-scheduler", schedulerName: corev1.DefaultSchedulerName, bin: kubeScheduler,
 			args: []string{"--config", schedConf, "--secure-port", "0"}},
-		{name: "weft", schedulerName: podbinder.DefaultSchedulerName, bin: filepath.Join(bin, "weft-rm"), ready: weftReady, env: o.weftEnv,
+	}
+	// weft is weft-rm as a scheduler of its own, from a binary.
+	weft := func(name, bin string) scheduler {
+		return scheduler{name: name, schedulerName: podbinder.DefaultSchedulerName, bin: bin, ready: weftReady, env: o.weftEnv,
 			args: func(dir string) []string {
 				// Plain: kwok nodes have no colocation agent to publish
 				// reclaimed capacity; their allocatable is the capacity.
@@ -158,7 +182,11 @@ leaderElection:
 					"--client-address", "127.0.0.1:0", "--scheduler-address", "127.0.0.1:0", "--webapp-address", "127.0.0.1:0",
 					"--kube-api-qps", fmt.Sprint(o.qps), "--kube-api-burst", fmt.Sprint(o.burst), "--bind-parallelism", fmt.Sprint(o.parallelism)}
 				return append(args, strings.Fields(o.weftArgs)...)
-			}(filepath.Join(work, "weft-data"))},
+			}(filepath.Join(work, name+"-data"))}
+	}
+	schedulers = append(schedulers, weft("weft", filepath.Join(bin, "weft-rm")))
+	if o.baselineWeft != "" {
+		schedulers = append(schedulers, weft("weft-baseline", o.baselineWeft))
 	}
 
 	// The ceiling: the benchmark binds the pods itself, round robin, with
@@ -372,6 +400,15 @@ leaderElection:
 	if len(results["weft"]) > 0 && len(results["kube-scheduler"]) > 0 {
 		fmt.Printf("  ratio weft/kube-scheduler: %.2f× (target ≥ 3×)\n", median(results["weft"])/median(results["kube-scheduler"]))
 	}
+	if b := results["weft-baseline"]; len(b) > 0 {
+		paired, lo, hi := pairedMedian(results["weft"], b)
+		interval := ""
+		if hi > 0 {
+			interval = fmt.Sprintf(" (95%% interval %.1f–%.1f%%)", 100*lo, 100*hi)
+		}
+		fmt.Printf("  weft against weft-baseline (%s): by medians %.1f%%; by round, paired: median %.1f%%%s\n", o.baselineWeft,
+			100*median(results["weft"])/median(b), 100*paired, interval)
+	}
 	ceiling := "binding with no scheduling at all"
 	if o.running {
 		ceiling = "creating the pods and binding each as its creation returns, with no scheduling at all"
@@ -389,7 +426,7 @@ leaderElection:
 		if len(c) == 0 {
 			continue
 		}
-		for _, name := range []string{"weft", "kube-scheduler"} {
+		for _, name := range []string{"weft", "weft-baseline", "kube-scheduler"} {
 			if len(results[name]) > 0 {
 				paired, lo, hi := pairedMedian(results[name], c)
 				interval := ""
