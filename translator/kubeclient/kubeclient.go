@@ -13,8 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -72,10 +70,10 @@ func Protobuf(cfg *rest.Config) *rest.Config {
 // third of a second of the API server's CPU a round.
 func Uncompressed(cfg *rest.Config) { cfg.DisableCompression = true }
 
-// multiplexed gives c a transport that speaks HTTP/2 alone (watches
-// aside, see watchesApart) and opens a connection to the API server only
-// when the ones it holds carry as many requests as the server allows on
-// one (SETTINGS_MAX_CONCURRENT_STREAMS), one dial at a time. client-go's own transport is net/http's, which
+// multiplexed gives c a transport that speaks HTTP/2 alone and opens a
+// connection to the API server only when the ones it holds carry as many
+// requests as the server allows on one (SETTINGS_MAX_CONCURRENT_STREAMS),
+// one dial at a time. client-go's own transport is net/http's, which
 // negotiates HTTP/2 per connection: while more requests are in flight than
 // its open connections take, each waiting request dials a connection of
 // its own, and those HTTP/2 does not need are closed once negotiated. A
@@ -108,7 +106,7 @@ func multiplexed(c *rest.Config) error {
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	multiplexed := &http2.Transport{
+	c.Transport = &http2.Transport{
 		TLSClientConfig:    tlsConf,
 		DisableCompression: c.DisableCompression,
 		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
@@ -128,77 +126,9 @@ func multiplexed(c *rest.Config) error {
 		ReadIdleTimeout: 30 * time.Second,
 		PingTimeout:     15 * time.Second,
 	}
-	c.Transport = &watchesApart{multiplexed: multiplexed, watches: watchTransport(tlsConf, c.Dial, c.DisableCompression)}
 	// The transport holds the TLS settings: client-go refuses both.
 	c.TLSClientConfig = rest.TLSClientConfig{}
 	return nil
-}
-
-// watchesApart sends watches over HTTP/1.1, a connection each, and every
-// other request over the multiplexed HTTP/2 transport.
-//
-// A watch is one long response that the API server writes an event at a
-// time. Over HTTP/2 each event is DATA frames that the transport's read
-// loop takes off the connection and hands to the watch's reader through a
-// pipe (a goroutine wakeup an event), and for every 4 KiB read the
-// transport writes a WINDOW_UPDATE back (x/net/http2's inflowMinRefresh,
-// not configurable) — a TLS write for weft-rm, and a frame the API
-// server's own read loop must take and hand on; the API server's side of
-// each event passes its HTTP/2 serve loop and frame writer. Over HTTP/1.1
-// the watch's reader reads its connection itself and the API server
-// writes each event straight to it. A binding round of test/bench/binding
-// brings weft-rm's pod watch ~11,000 events (each pod's creation, its
-// binding, its status); on the HTTP/2 path the transport's work was
-// ~0.1–0.35 s of weft-rm's CPU a round. client-go's own transport sends
-// watches over HTTP/1.1 too whenever it could not negotiate HTTP/2.
-//
-// Watches are few (one a kind) and long, so a connection each costs
-// little; their connections return to watches' idle pool when a watch
-// ends (the API server's timeout, every 5–10 minutes) and the next
-// watch of the kind reuses one.
-type watchesApart struct {
-	multiplexed, watches http.RoundTripper
-}
-
-func (t *watchesApart) RoundTrip(r *http.Request) (*http.Response, error) {
-	if isWatch(r) {
-		return t.watches.RoundTrip(r)
-	}
-	return t.multiplexed.RoundTrip(r)
-}
-
-// isWatch tells a watch request (client-go's Watch sends watch=true, a
-// streaming list too) from the rest.
-func isWatch(r *http.Request) bool {
-	if r.Method != http.MethodGet || !strings.Contains(r.URL.RawQuery, "watch=") {
-		return false
-	}
-	w, err := strconv.ParseBool(r.URL.Query().Get("watch"))
-	return err == nil && w
-}
-
-// watchTransport is the HTTP/1.1 transport of watches. Without HTTP/2's
-// pings (the multiplexed transport's health check, a dead connection
-// dropped ~45 s after its last frame), TCP keep-alive finds a dead API
-// server: a watch with no events is idle, and after 30 s of it the kernel
-// probes the peer every 5 s, dropping the connection when 3 go unanswered
-// — the reflector then lists and watches anew.
-func watchTransport(tlsConf *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error), uncompressed bool) *http.Transport {
-	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second,
-			KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}}).DialContext
-	}
-	t := &http.Transport{
-		DialContext:         dial,
-		TLSClientConfig:     tlsConf.Clone(),
-		TLSHandshakeTimeout: 10 * time.Second,
-		DisableCompression:  uncompressed,
-		MaxIdleConnsPerHost: 25, // client-go's own (utilnet.SetTransportDefaults)
-		IdleConnTimeout:     90 * time.Second,
-		Protocols:           new(http.Protocols),
-	}
-	t.Protocols.SetHTTP1(true)
-	return t
 }
 
 // New is a clientset of built-in kinds on a protobuf copy of cfg.
