@@ -402,12 +402,8 @@ leaderElection:
 	}
 	if b := results["weft-baseline"]; len(b) > 0 {
 		paired, lo, hi := pairedMedian(results["weft"], b)
-		interval := ""
-		if hi > 0 {
-			interval = fmt.Sprintf(" (95%% interval %.1f–%.1f%%)", 100*lo, 100*hi)
-		}
 		fmt.Printf("  weft against weft-baseline (%s): by medians %.1f%%; by round, paired: median %.1f%%%s\n", o.baselineWeft,
-			100*median(results["weft"])/median(b), 100*paired, interval)
+			100*median(results["weft"])/median(b), 100*paired, intervalText(lo, hi, 1))
 	}
 	ceiling := "binding with no scheduling at all"
 	if o.running {
@@ -429,12 +425,8 @@ leaderElection:
 		for _, name := range []string{"weft", "weft-baseline", "kube-scheduler"} {
 			if len(results[name]) > 0 {
 				paired, lo, hi := pairedMedian(results[name], c)
-				interval := ""
-				if hi > 0 {
-					interval = fmt.Sprintf(" (95%% interval %.0f–%.0f%%)", 100*lo, 100*hi)
-				}
 				fmt.Printf("  %s reaches %.0f%% of %s (%s); by round, paired: median %.0f%%%s\n", name, 100*median(results[name])/median(c),
-					floor.name, floor.what, 100*paired, interval)
+					floor.name, floor.what, 100*paired, intervalText(lo, hi, 0))
 			}
 		}
 	}
@@ -592,6 +584,16 @@ func pairedMedian(a, b []result) (m, lo, hi float64) {
 	}
 	lo, hi = medianInterval(ratios)
 	return middle(ratios), lo, hi
+}
+
+// intervalText is a paired median's 95% interval as printed, in percent
+// with digits decimals, or nothing when there were too few rounds for one
+// (medianInterval's zeros).
+func intervalText(lo, hi float64, digits int) string {
+	if hi <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (95%% interval %.*f–%.*f%%)", digits, 100*lo, digits, 100*hi)
 }
 
 // medianInterval is the distribution-free confidence interval of a

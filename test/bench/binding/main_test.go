@@ -71,3 +71,19 @@ func TestEnvList(t *testing.T) {
 		}
 	}
 }
+
+func TestIntervalText(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		digits int
+		want   string
+	}{
+		{0.927, 1.037, 1, " (95% interval 92.7–103.7%)"},
+		{0.86, 0.98, 0, " (95% interval 86–98%)"},
+		{0, 0, 0, ""}, // too few rounds
+	} {
+		if got := intervalText(tc.lo, tc.hi, tc.digits); got != tc.want {
+			t.Errorf("intervalText(%v, %v, %d) = %q, want %q", tc.lo, tc.hi, tc.digits, got, tc.want)
+		}
+	}
+}
