@@ -162,6 +162,59 @@ func TestPodMoved(t *testing.T) {
 	}
 }
 
+// Node updates wake their node only when what the trimmed watch keeps of
+// it moved, or when its record's report time is due: a status heartbeat
+// alone does not.
+func TestNodeMoved(t *testing.T) {
+	clock := time.Now().Truncate(time.Second)
+	r := start(t, Options{ClusterID: "weft", Profile: translator.Plain, NMPort: 8041, Now: func() time.Time { return clock }},
+		node("a", true, nil))
+	heartbeat := func(n *corev1.Node) {
+		n.ResourceVersion = "2"
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(clock)
+	}
+	tests := []struct {
+		name   string
+		node   string
+		change func(*corev1.Node)
+		later  time.Duration // the clock moved on since the record's report
+		want   bool
+	}{
+		{"heartbeat only", "a", heartbeat, 0, false},
+		{"heartbeat with the report due", "a", heartbeat, reportRefresh, true},
+		{"heartbeat of a node with no record", "b", heartbeat, 0, true},
+		{"allocatable", "a", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("4") }, 0, true},
+		{"not ready", "a", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, 0, true},
+		{"cordoned", "a", func(n *corev1.Node) { n.Spec.Unschedulable = true }, 0, true},
+		{"tainted", "a", func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoSchedule}}
+		}, 0, true},
+		{"agent's annotation", "a", func(n *corev1.Node) {
+			n.Annotations = map[string]string{translator.AnnotationReclaimedAt: clock.UTC().Format(time.RFC3339)}
+		}, 0, true},
+		{"zone", "a", func(n *corev1.Node) { n.Labels = map[string]string{corev1.LabelTopologyZone: "z1"} }, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := clock
+			defer func() { clock = now }()
+			clock = clock.Add(tc.later)
+			before := node(tc.node, true, func(n *corev1.Node) { n.ResourceVersion = "1" })
+			after := before.DeepCopy()
+			tc.change(after)
+			// As the watch holds them.
+			for _, n := range []*corev1.Node{before, after} {
+				if _, err := trimmed(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := r.s.nodeMoved(event.UpdateEvent{ObjectOld: before, ObjectNew: after}); got != tc.want {
+				t.Errorf("nodeMoved = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // A pod event wakes its node's reconcile at once when the pod is
 // another's; when it is Weft's own, the node waits for the own-pods batch,
 // which comes once, OwnPodDelay after the first of a burst.
