@@ -240,12 +240,14 @@ func (a *Allocator) Run(ctx context.Context) {
 // arrivals in between together. But a quarter of a core is what cycles
 // take whatever each costs while arrivals never stop: a cheaper cycle only
 // comes sooner. So the pause is also at least minPause, which bounds the
-// cycles' number (at most 50 a second) and so their CPU by what each
+// cycles' number (at most 25 a second) and so their CPU by what each
 // costs; a cycle of a millisecond (an AM's ask among a few changes) waits
-// 20. YARN's asynchronous CapacityScheduler waits between passes too
-// (schedule-asynchronously.scheduling-interval-ms, 5 ms, each pass
-// placing on one node), and an AM hears of its grant only at its next
-// heartbeat (1 s by default) in any case.
+// 40. At 20 ms, 5,000 pods streaming in took ~470–570 cycles of ~10 pods
+// each (test/bench/binding -running); at 40, ~390 in a first trial. YARN's
+// asynchronous CapacityScheduler waits between passes too
+// (schedule-asynchronously.scheduling-interval-ms, 5 ms, each pass placing
+// on one node), and an AM hears of its grant only at its next heartbeat
+// (1 s by default) in any case.
 func pauseAfter(took, interval time.Duration) time.Duration {
 	return min(max(pauseFactor*took, minPause), interval)
 }
@@ -254,7 +256,7 @@ func pauseAfter(took, interval time.Duration) time.Duration {
 const pauseFactor = 3
 
 // minPause is the least Run waits after a cycle.
-const minPause = 20 * time.Millisecond
+const minPause = 40 * time.Millisecond
 
 // request ids carry the attempt and ask they came from.
 type pendingRequest struct {

@@ -93,7 +93,8 @@ func TestPauseAfterACycle(t *testing.T) {
 	for _, c := range []struct{ took, interval, want time.Duration }{
 		{time.Millisecond, time.Second, minPause},
 		{0, time.Second, minPause},
-		{10 * time.Millisecond, time.Second, 30 * time.Millisecond},
+		{10 * time.Millisecond, time.Second, minPause},
+		{20 * time.Millisecond, time.Second, 60 * time.Millisecond},
 		{30 * time.Millisecond, time.Second, 90 * time.Millisecond},
 		{400 * time.Millisecond, time.Second, time.Second},
 		{3 * time.Second, time.Second, time.Second},

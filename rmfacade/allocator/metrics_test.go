@@ -139,7 +139,7 @@ weft_queue_resource{kind="used",queue="root.q000",resource="millicpu"} 0
 
 // BenchmarkObserveQueues is what a scheduling cycle spends on the queue
 // series, by the number of leaf queues (a real cluster's tree has
-// hundreds). A cycle runs up to 50 times a second (allocator.minPause):
+// hundreds). A cycle runs up to 25 times a second (allocator.minPause):
 //
 //	go test ./rmfacade/allocator -run '^$' -bench ObserveQueues
 func BenchmarkObserveQueues(b *testing.B) {
