@@ -110,7 +110,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 1000, "kwok nodes (32 CPU, 256 GiB, 110 pods each)")
 	flag.IntVar(&o.pods, "pods", 5000, "pending pods per scheduler and round (1 CPU, 1 GiB each)")
-	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs both schedulers")
+	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs every scheduler (-only), in an order that turns from round to round")
 	flag.IntVar(&o.warmUp, "warm-up", 0, "rounds run before the counted ones and not counted")
 	flag.Float64Var(&o.qps, "qps", 1000, "API client QPS of both schedulers")
 	flag.IntVar(&o.burst, "burst", 2000, "API client burst of both schedulers")
