@@ -81,7 +81,7 @@ func (m *metrics) observeQueues(st *schedstate.Store, h *quota.Hierarchy, pendin
 // cycle copies each leaf's numbers; setting GaugeVecs instead had every
 // cycle Reset them and look up each of a leaf's 11 series by its labels
 // again — 0.13 ms and 2,700 allocations a cycle at 20 leaves, 3.3 ms and
-// 67,000 at 500 (BenchmarkObserveQueues), with cycles up to 50 a second then —
+// 67,000 at 500 (BenchmarkObserveQueues), with cycles then up to 50 a second —
 // and a scrape between the Reset and the sets saw no queue at all.
 type queueGauges struct {
 	resource, pending *prometheus.Desc
