@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -189,15 +188,8 @@ func (s *Syncer) nodeMoved(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(before.Spec, after.Spec) || !equality.Semantic.DeepEqual(before.Status, after.Status) {
 		return true
 	}
-	return s.reportDue(after.Name)
-}
-
-// reportDue tells whether a node's record is missing or its report time
-// is reportRefresh old, so that a sync would write it with nothing else
-// changed (nodeRecord).
-func (s *Syncer) reportDue(name string) bool {
-	prev := s.mgr.Snapshot().Node(s.nodeID(name))
-	return prev == nil || s.opts.Now().Sub(time.UnixMilli(prev.LastHealthUpdate)) >= reportRefresh
+	// A sync would write the record with nothing else changed (nodeRecord).
+	return reportDue(s.mgr.Snapshot().Node(s.nodeID(after.Name)), s.opts.Now())
 }
 
 // podMoved tells a pod update that changes its node's numbers: it was

@@ -543,7 +543,7 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 	// controller's first reconcile of every node after the first sync, a
 	// Node status heartbeat) until its report time is reportRefresh old.
 	stale := s.staleIn(n, rec, instant)
-	if prev == nil || !sameReport(prev, rec) || instant.Sub(time.UnixMilli(prev.LastHealthUpdate)) >= reportRefresh {
+	if reportDue(prev, instant) || !sameReport(prev, rec) {
 		return rec, stale, nil
 	}
 	return nil, stale, nil
@@ -557,6 +557,12 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 // the script, disks every 2); each write is a store transaction that the
 // RM's controllers are woken by.
 const reportRefresh = time.Minute
+
+// reportDue tells whether a node's record prev is missing or its report
+// time is reportRefresh old at now.
+func reportDue(prev *records.Node, now time.Time) bool {
+	return prev == nil || now.Sub(time.UnixMilli(prev.LastHealthUpdate)) >= reportRefresh
+}
 
 // sameReport tells whether rec says what prev says, but for the time.
 func sameReport(prev, rec *records.Node) bool {
