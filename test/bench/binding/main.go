@@ -104,6 +104,9 @@ type options struct {
 	baselineWeft string
 	// timeout bounds the whole run, setup included.
 	timeout time.Duration
+	// controlPlaneCPUs gives the control plane CPUs of its own
+	// (kwokfleet.Options.ControlPlaneCPUs).
+	controlPlaneCPUs string
 }
 
 func main() {
@@ -126,6 +129,7 @@ func main() {
 	flag.StringVar(&o.baselineWeft, "baseline-weft", "", "another weft-rm binary (e.g. built from an earlier revision: git worktree add /tmp/old REV && go -C /tmp/old build -o /tmp/weft-rm-old ./cmd/weft-rm), measured each round beside today's as weft-baseline")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "bound on the whole run, setup included")
 	flag.BoolVar(&o.running, "running", false, "measure schedulers already running: each is started and ready before its round's pods exist, and the round runs from the first pod's creation to the last binding (the pods created 64 at once, as always), as kube-scheduler's scheduler_perf measures throughput; the ceiling then creates the pods and binds each as its creation returns, watch-and-bind the same with a watch of every live pod kept; list-and-bind is left out")
+	flag.StringVar(&o.controlPlaneCPUs, "control-plane-cpus", "", "run etcd, kube-apiserver and kube-controller-manager on these CPUs alone (a CPU list, e.g. 0), and kwok, the benchmark and the schedulers on the others: the ceiling is then the API server's own, not what the clients' CPU leaves it on a shared machine")
 	flag.Parse()
 	// Read before the cluster's minutes of setup, not after them.
 	var err error
@@ -139,7 +143,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	err = kwokfleet.Run(o.timeout, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
+	err = kwokfleet.Run(o.timeout, kwokfleet.Options{Nodes: o.nodes, Keep: o.keep, Logs: o.logs, ControlPlaneCPUs: o.controlPlaneCPUs}, func(ctx context.Context, fleet *kwokfleet.Fleet) error {
 		return measure(ctx, o, fleet)
 	})
 	if err != nil {
@@ -950,8 +954,19 @@ func selfCPU() time.Duration {
 // whole machine: two of them, at a round's start and end, say where the
 // machine's CPU went while the scheduler bound.
 type account struct {
-	procs     map[string]time.Duration
-	busy, all time.Duration // the machine's, summed over its CPUs
+	procs map[string]time.Duration
+	// machine is the machine's time summed over its CPUs; cpus, each
+	// CPU's (which of them was the bottleneck, when the control plane
+	// has CPUs of its own: -control-plane-cpus).
+	machine cpuTime
+	cpus    []cpuTime
+}
+
+// cpuTime is one of /proc/stat's lines: busy and all time since boot,
+// of the CPU named (its number; "" for the machine).
+type cpuTime struct {
+	name      string
+	busy, all time.Duration
 }
 
 func takeAccount(pids map[string]int) account {
@@ -961,36 +976,62 @@ func takeAccount(pids map[string]int) account {
 			a.procs[name] = d
 		}
 	}
-	// /proc/stat's first line: the machine's time in clock ticks (100 a
-	// second), by kind — user nice system idle iowait irq softirq steal.
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		for i, f := range strings.Fields(line)[1:] {
+		a.machine, a.cpus = parseStat(string(b))
+	}
+	return a
+}
+
+// parseStat reads /proc/stat's "cpu" line (the machine) and its "cpuN"
+// lines (each CPU, in order): time in clock ticks (100 a second), by
+// kind — user nice system idle iowait irq softirq steal.
+func parseStat(stat string) (machine cpuTime, cpus []cpuTime) {
+	for _, line := range strings.Split(stat, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || !strings.HasPrefix(fields[0], "cpu") {
+			continue
+		}
+		var t cpuTime
+		for i, f := range fields[1:] {
 			v, err := strconv.ParseInt(f, 10, 64)
 			if err != nil || i >= 8 {
 				break
 			}
 			d := time.Duration(v) * 10 * time.Millisecond
-			a.all += d
+			t.all += d
 			if i != 3 && i != 4 { // idle, iowait
-				a.busy += d
+				t.busy += d
 			}
 		}
+		if t.name = strings.TrimPrefix(fields[0], "cpu"); t.name == "" {
+			machine = t
+		} else {
+			cpus = append(cpus, t)
+		}
 	}
-	return a
+	return machine, cpus
 }
 
 // since says what each process used between b and a, and how busy the
-// machine was.
+// machine, and each of its CPUs, was.
 func (a account) since(b account) string {
 	names := slices.Sorted(maps.Keys(a.procs))
 	var parts []string
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%s %.2fs", name, (a.procs[name]-b.procs[name]).Seconds()))
 	}
-	if all := a.all - b.all; all > 0 {
-		parts = append(parts, fmt.Sprintf("machine %.0f%% busy (%.2fs of %.2fs, %d CPUs)", 100*float64(a.busy-b.busy)/float64(all),
-			(a.busy-b.busy).Seconds(), all.Seconds(), runtime.NumCPU()))
+	if all := a.machine.all - b.machine.all; all > 0 {
+		busy := a.machine.busy - b.machine.busy
+		text := fmt.Sprintf("machine %.0f%% busy (%.2fs of %.2fs, %d CPUs", 100*float64(busy)/float64(all),
+			busy.Seconds(), all.Seconds(), runtime.NumCPU())
+		if len(a.cpus) == len(b.cpus) && len(a.cpus) > 1 {
+			for i, c := range a.cpus {
+				if all := c.all - b.cpus[i].all; all > 0 && c.name == b.cpus[i].name {
+					text += fmt.Sprintf("; CPU %s %.0f%%", c.name, 100*float64(c.busy-b.cpus[i].busy)/float64(all))
+				}
+			}
+		}
+		parts = append(parts, text+")")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -1066,7 +1107,7 @@ func settle(ctx context.Context, pids map[string]int) string {
 		a := takeAccount(pids)
 		time.Sleep(time.Second)
 		b := takeAccount(pids)
-		if all := b.all - a.all; all > 0 && float64(b.busy-a.busy) < 0.5*float64(all) || time.Since(began) > time.Minute {
+		if all := b.machine.all - a.machine.all; all > 0 && float64(b.machine.busy-a.machine.busy) < 0.5*float64(all) || time.Since(began) > time.Minute {
 			return fmt.Sprintf("started after %.0fs for a quiet machine (%s)", time.Since(began).Seconds(), b.since(a))
 		}
 	}

@@ -56,6 +56,14 @@ type Options struct {
 	// machine (they would share the kubelet's cgroup root and ports):
 	// with the e2e suites' node up, Start fails naming it.
 	RealNode bool
+	// ControlPlaneCPUs, when set (a Linux CPU list: "0", "0-1"), runs
+	// the control plane (etcd, kube-apiserver, kube-controller-manager)
+	// on these CPUs alone, and kwok, the benchmark and every process it
+	// starts on the others, as a cluster's control plane has machines
+	// of its own: a benchmark of the API server's ceiling then measures
+	// the API server, not what its clients' CPU leaves it on a shared
+	// machine. Unset, all share every CPU.
+	ControlPlaneCPUs string
 }
 
 // Fleet is a running control plane with its kwok nodes.
@@ -81,6 +89,19 @@ func NodeName(i int) string { return fmt.Sprintf("kwok-node-%04d", i) }
 // returns once every node is Ready and schedulable.
 func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 	f = &Fleet{keep: o.Keep, Logs: o.Logs}
+	var split *cpuSplit
+	if o.ControlPlaneCPUs != "" {
+		// Checked before the minutes of building and setup.
+		allowed, err := allowedCPUs()
+		if err != nil {
+			return f, err
+		}
+		s, err := splitCPUs(o.ControlPlaneCPUs, allowed)
+		if err != nil {
+			return f, err
+		}
+		split = &s
+	}
 	defer func() {
 		if err != nil {
 			f.Stop()
@@ -118,8 +139,22 @@ func Start(ctx context.Context, o Options) (f *Fleet, err error) {
 			return f, err
 		}
 	}
+	if split != nil {
+		// The control plane's processes start on its CPUs, so that each
+		// sizes itself (GOMAXPROCS) to them; pinControlPlane below pins
+		// one already running (Keep) too.
+		if err := pinProcess(os.Getpid(), split.controlPlane); err != nil {
+			return f, err
+		}
+	}
 	if f.Cluster, err = kube.Up(ctx); err != nil {
 		return f, err
+	}
+	if split != nil {
+		if err := pinControlPlane(*split, kube.ControlPlanePIDs()); err != nil {
+			return f, err
+		}
+		fmt.Printf("control plane on CPUs %s; kwok, the benchmark and what it starts on CPUs %s\n", split.controlPlane, split.rest)
 	}
 	cluster := f.Cluster
 	cfg := *cluster.Config
