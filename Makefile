@@ -44,7 +44,7 @@ unit-test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/) ./test/e2e/cmd/... ./test/hadoop/cmd/... ./test/kube ./test/layering ./test/bench/groundtruth
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/) ./test/e2e/cmd/... ./test/hadoop/cmd/... ./test/kube ./test/layering ./test/bench/groundtruth ./test/bench/kwokfleet ./test/bench/binding
 
 # The end-to-end suites narrate: each spec as it runs and ends, with its
 # time, then ginkgo's summary with counts and the failures' key lines. On a

@@ -23,6 +23,18 @@
 // translator/kubeclient — so the floors are measured with the encoding
 // the schedulers use.
 //
+// With -control-plane-cpus, etcd, kube-apiserver and the controller
+// manager run on the CPUs named alone, and kwok, the benchmark and the
+// schedulers on the others, as a cluster's control plane has machines of
+// its own. The ceiling is then the API server's own: on a machine all
+// share, every CPU-second a client spends is one the API server lacks,
+// and a scheduler's share of the ceiling measures its CPU against the
+// benchmark's client; pinned apart, the control plane's CPUs are the
+// bottleneck (each round prints every CPU's use), and a scheduler's
+// share measures what it owes a cluster — that it keeps the API server's
+// binding path full and adds little to the API server's work (its
+// watch, its writes) — while its own CPU is counted apart.
+//
 // With -baseline-weft, another weft-rm binary (an earlier revision's) is
 // measured each round too, and today's is compared with it round by
 // round: a change worth a few percent is seen only so, the rates of one
@@ -30,6 +42,7 @@
 //
 //	go run ./test/bench/binding [-nodes 1000] [-pods 5000] [-rounds 1]
 //	go run ./test/bench/binding -running -only weft,api-ceiling -baseline-weft /tmp/weft-rm-old -rounds 18
+//	go run ./test/bench/binding -running -control-plane-cpus 0 -only weft,api-ceiling,watch-and-bind -warm-up 1 -rounds 14
 package main
 
 import (
