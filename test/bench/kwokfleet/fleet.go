@@ -62,7 +62,8 @@ type Options struct {
 	// starts on the others, as a cluster's control plane has machines
 	// of its own: a benchmark of the API server's ceiling then measures
 	// the API server, not what its clients' CPU leaves it on a shared
-	// machine. Unset, all share every CPU.
+	// machine. Unset, all share every CPU. A control plane kept (Keep)
+	// stays pinned after the benchmark, until it is brought down.
 	ControlPlaneCPUs string
 }
 
@@ -88,20 +89,20 @@ func NodeName(i int) string { return fmt.Sprintf("kwok-node-%04d", i) }
 // earlier run's unless Keep), starts kwok and creates the nodes, and
 // returns once every node is Ready and schedulable.
 func Start(ctx context.Context, o Options) (f *Fleet, err error) {
-	f = &Fleet{keep: o.Keep, Logs: o.Logs}
 	var split *cpuSplit
 	if o.ControlPlaneCPUs != "" {
 		// Checked before the minutes of building and setup.
 		allowed, err := allowedCPUs()
 		if err != nil {
-			return f, err
+			return nil, err
 		}
 		s, err := splitCPUs(o.ControlPlaneCPUs, allowed)
 		if err != nil {
-			return f, err
+			return nil, err
 		}
 		split = &s
 	}
+	f = &Fleet{keep: o.Keep, Logs: o.Logs}
 	defer func() {
 		if err != nil {
 			f.Stop()
