@@ -51,6 +51,38 @@ func CPU(procRoot string) (CPUTimes, error) {
 	if len(fields) < 9 || fields[0] != "cpu" {
 		return CPUTimes{}, fmt.Errorf("procstat: %s: first line %q is not the aggregate cpu line", file, line)
 	}
+	return cpuLine(file, string(line), fields)
+}
+
+// CPUs reads each CPU's times from procRoot/stat's "cpuN" lines (as CPU
+// reads the aggregate), by CPU number: which of a node's CPUs were busy
+// when work is pinned to some of them. A CPU offline has no line.
+func CPUs(procRoot string) (map[int]CPUTimes, error) {
+	file := filepath.Join(procRoot, "stat")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("procstat: read %s: %w", file, err)
+	}
+	cpus := map[int]CPUTimes{}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu"))
+		if err != nil || len(fields) < 9 {
+			return nil, fmt.Errorf("procstat: %s: line %q is not a CPU's line", file, line)
+		}
+		if cpus[n], err = cpuLine(file, line, fields); err != nil {
+			return nil, err
+		}
+	}
+	return cpus, nil
+}
+
+// cpuLine reads the times of one of /proc/stat's cpu lines, split into
+// fields (the first its name, then at least user..steal).
+func cpuLine(file, line string, fields []string) (CPUTimes, error) {
 	var v [8]uint64
 	for i := range v {
 		n, err := strconv.ParseUint(fields[1+i], 10, 64)

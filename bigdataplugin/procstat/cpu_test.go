@@ -109,3 +109,24 @@ func TestCPUTimesSubAcrossWrap(t *testing.T) {
 		t.Errorf("ticks across 2^63 ns differ by %v, want 1s", d)
 	}
 }
+
+func TestCPUs(t *testing.T) {
+	dir := t.TempDir()
+	// CPU 1 offline: no line for it.
+	writeFile(t, filepath.Join(dir, "stat"), "cpu  300 0 60 900 10 0 0 0 0 0\ncpu0 100 0 20 300 5 0 0 0 0 0\ncpu2 200 0 40 600 5 0 0 1 0 0\n"+statRest)
+	got, err := CPUs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]CPUTimes{
+		0: {Busy: 120 * jiffy, Total: 425 * jiffy},
+		2: {Busy: 241 * jiffy, Total: 846 * jiffy},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[2] != want[2] {
+		t.Errorf("CPUs() = %v, want %v", got, want)
+	}
+	writeFile(t, filepath.Join(dir, "stat"), "cpu  1 2 3 4 5 6 7 8\ncpu0 1 2 3 4\n")
+	if _, err := CPUs(dir); err == nil || !strings.Contains(err.Error(), `"cpu0 1 2 3 4" is not a CPU's line`) {
+		t.Errorf("CPUs() of a short line: error %v", err)
+	}
+}

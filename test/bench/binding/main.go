@@ -76,6 +76,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/weft-sh/weft/bigdataplugin/procstat"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
@@ -969,17 +970,10 @@ func selfCPU() time.Duration {
 type account struct {
 	procs map[string]time.Duration
 	// machine is the machine's time summed over its CPUs; cpus, each
-	// CPU's (which of them was the bottleneck, when the control plane
-	// has CPUs of its own: -control-plane-cpus).
-	machine cpuTime
-	cpus    []cpuTime
-}
-
-// cpuTime is one of /proc/stat's lines: busy and all time since boot,
-// of the CPU named (its number; "" for the machine).
-type cpuTime struct {
-	name      string
-	busy, all time.Duration
+	// CPU's by number (which of them was the bottleneck, when the
+	// control plane has CPUs of its own: -control-plane-cpus).
+	machine procstat.CPUTimes
+	cpus    map[int]procstat.CPUTimes
 }
 
 func takeAccount(pids map[string]int) account {
@@ -989,40 +983,9 @@ func takeAccount(pids map[string]int) account {
 			a.procs[name] = d
 		}
 	}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		a.machine, a.cpus = parseStat(string(b))
-	}
+	a.machine, _ = procstat.CPU("/proc")
+	a.cpus, _ = procstat.CPUs("/proc")
 	return a
-}
-
-// parseStat reads /proc/stat's "cpu" line (the machine) and its "cpuN"
-// lines (each CPU, in order): time in clock ticks (100 a second), by
-// kind — user nice system idle iowait irq softirq steal.
-func parseStat(stat string) (machine cpuTime, cpus []cpuTime) {
-	for _, line := range strings.Split(stat, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 || !strings.HasPrefix(fields[0], "cpu") {
-			continue
-		}
-		var t cpuTime
-		for i, f := range fields[1:] {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil || i >= 8 {
-				break
-			}
-			d := time.Duration(v) * 10 * time.Millisecond
-			t.all += d
-			if i != 3 && i != 4 { // idle, iowait
-				t.busy += d
-			}
-		}
-		if t.name = strings.TrimPrefix(fields[0], "cpu"); t.name == "" {
-			machine = t
-		} else {
-			cpus = append(cpus, t)
-		}
-	}
-	return machine, cpus
 }
 
 // since says what each process used between b and a, and how busy the
@@ -1033,14 +996,14 @@ func (a account) since(b account) string {
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%s %.2fs", name, (a.procs[name]-b.procs[name]).Seconds()))
 	}
-	if all := a.machine.all - b.machine.all; all > 0 {
-		busy := a.machine.busy - b.machine.busy
-		text := fmt.Sprintf("machine %.0f%% busy (%.2fs of %.2fs, %d CPUs", 100*float64(busy)/float64(all),
-			busy.Seconds(), all.Seconds(), runtime.NumCPU())
-		if len(a.cpus) == len(b.cpus) && len(a.cpus) > 1 {
-			for i, c := range a.cpus {
-				if all := c.all - b.cpus[i].all; all > 0 && c.name == b.cpus[i].name {
-					text += fmt.Sprintf("; CPU %s %.0f%%", c.name, 100*float64(c.busy-b.cpus[i].busy)/float64(all))
+	if d := a.machine.Sub(b.machine); d.Total > 0 {
+		text := fmt.Sprintf("machine %.0f%% busy (%.2fs of %.2fs, %d CPUs", 100*float64(d.Busy)/float64(d.Total),
+			d.Busy.Seconds(), d.Total.Seconds(), runtime.NumCPU())
+		if len(a.cpus) > 1 {
+			for _, n := range slices.Sorted(maps.Keys(a.cpus)) {
+				prev, ok := b.cpus[n]
+				if d := a.cpus[n].Sub(prev); ok && d.Total > 0 {
+					text += fmt.Sprintf("; CPU %d %.0f%%", n, 100*float64(d.Busy)/float64(d.Total))
 				}
 			}
 		}
@@ -1120,7 +1083,7 @@ func settle(ctx context.Context, pids map[string]int) string {
 		a := takeAccount(pids)
 		time.Sleep(time.Second)
 		b := takeAccount(pids)
-		if all := b.machine.all - a.machine.all; all > 0 && float64(b.machine.busy-a.machine.busy) < 0.5*float64(all) || time.Since(began) > time.Minute {
+		if d := b.machine.Sub(a.machine); d.Total > 0 && float64(d.Busy) < 0.5*float64(d.Total) || time.Since(began) > time.Minute {
 			return fmt.Sprintf("started after %.0fs for a quiet machine (%s)", time.Since(began).Seconds(), b.since(a))
 		}
 	}

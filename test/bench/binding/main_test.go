@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/weft-sh/weft/bigdataplugin/procstat"
 )
 
 func TestMedianInterval(t *testing.T) {
@@ -91,17 +94,12 @@ func TestIntervalText(t *testing.T) {
 }
 
 func TestAccountPerCPU(t *testing.T) {
-	// Two /proc/stat readings 1 s apart (100 ticks a CPU): CPU 0 busy
-	// throughout (user 60, system 40), CPU 1 a quarter (user 25, idle
-	// 70, iowait 5 — waiting on IO is idle).
-	before := "cpu  1000 0 500 8000 100 0 0 0 0 0\ncpu0 600 0 300 3000 50 0 0 0 0 0\ncpu1 400 0 200 5000 50 0 0 0 0 0\nintr 1 2 3\nctxt 5\n"
-	after := "cpu  1085 0 540 8070 105 0 0 0 0 0\ncpu0 660 0 340 3000 50 0 0 0 0 0\ncpu1 425 0 200 5070 55 0 0 0 0 0\nintr 1 2 3\nctxt 9\n"
-	var a, b account
-	b.machine, b.cpus = parseStat(before)
-	a.machine, a.cpus = parseStat(after)
-	if len(a.cpus) != 2 || a.cpus[1].name != "1" {
-		t.Fatalf("per-CPU lines read: %+v", a.cpus)
-	}
+	// Two readings 1 s apart: CPU 0 busy throughout, CPU 1 a quarter
+	// (procstat reads them; TestCPUs there).
+	cpu := func(busy, total time.Duration) procstat.CPUTimes { return procstat.CPUTimes{Busy: busy, Total: total} }
+	s := time.Second
+	b := account{machine: cpu(15*s, 100*s), cpus: map[int]procstat.CPUTimes{0: cpu(9*s, 50*s), 1: cpu(6*s, 50*s)}}
+	a := account{machine: cpu(s*65/4, 102*s), cpus: map[int]procstat.CPUTimes{0: cpu(10*s, 51*s), 1: cpu(s*25/4, 51*s)}}
 	want := "machine 62% busy (1.25s of 2.00s, " + strconv.Itoa(runtime.NumCPU()) + " CPUs; CPU 0 100%; CPU 1 25%)"
 	if got := a.since(b); got != want {
 		t.Errorf("since: %q, want %q", got, want)
