@@ -215,8 +215,13 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	cooldownUntil, _ := time.Parse(time.RFC3339, node.Annotations[AnnotationCooldownUntil])
 	d := Decide(cfg, now, alloc, &a.peaks, cooldownUntil)
 
+	// held is what the node's batch pods were granted (their requests).
+	var held Amount
+	for _, b := range batch {
+		held.MilliCPU, held.Memory = held.MilliCPU+b.requested.MilliCPU, held.Memory+b.requested.Memory
+	}
 	a.opts.Box.Idle = cfg.CPUIdle
-	limits, err := a.opts.Box.Enforce(d.Box, cfg.CPUSet)
+	limits, err := a.opts.Box.Enforce(d.Box, held.Memory, cfg.CPUSet)
 	if err != nil {
 		a.blind(ctx, &node, now, ReasonCgroupWrite, err)
 		return reconcile.Result{RequeueAfter: interval}, nil
@@ -236,10 +241,6 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	if a.problem != "" {
 		a.events.Eventf(&node, corev1.EventTypeNormal, ReasonRecovered, "colocation agent measures and enforces again (was: %s)", a.problem)
 		a.problem = ""
-	}
-	var held Amount
-	for _, b := range batch {
-		held.MilliCPU, held.Memory = held.MilliCPU+b.requested.MilliCPU, held.Memory+b.requested.Memory
 	}
 	a.publish(ctx, &node, now, d.Offer, held, alloc, cfg, cooldownUntil, &u)
 	a.opts.Metrics.observe(u, d, limits)

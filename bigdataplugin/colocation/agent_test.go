@@ -263,7 +263,7 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	t.Cleanup(func() { sandbox.Process.Kill() })
 
 	tree := cgroupstest.V1(t, t.TempDir())
-	tree.AddPod(corev1.PodQOSBestEffort, "uid-am", cgroupstest.Usage{Memory: uint64(gib)})
+	am := tree.AddPod(corev1.PodQOSBestEffort, "uid-am", cgroupstest.Usage{Memory: uint64(gib)})
 	tree.AddPod(corev1.PodQOSBestEffort, "uid-min", cgroupstest.Usage{Memory: 2 * uint64(gib)})
 	low := tree.AddPod(corev1.PodQOSBestEffort, "uid-low", cgroupstest.Usage{Memory: 2 * uint64(gib)}, sandbox.Process.Pid)
 	tree.Add(low+"/c0ffee", cgroupstest.Usage{}, victim.Process.Pid)
@@ -310,9 +310,18 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 		t.Errorf("the RM would report %q", diag)
 	}
 	// The killed pod's cgroup is gone but the node does not show its
-	// memory back yet: the same pressure takes no second pod.
+	// memory back yet: the same pressure takes no second pod. The AM
+	// holds less than it was granted; the box does not take the rest
+	// from it (nor from the job's minimum): the box's limit stays at
+	// least what the survivors were granted, 3 GiB, not what the box
+	// holds, 2.5 GiB, at which the AM's next allocation would be the
+	// kernel's OOM kill.
 	tree.Remove(low)
+	tree.SetUsage(am, cgroupstest.Usage{Memory: uint64(gib) / 2})
 	n.tick(time.Second)
+	if l, err := tree.FS().MemoryLimit("kubepods/besteffort"); err != nil || l < 3*gib {
+		t.Errorf("box memory limit %d MiB (%v) after the eviction, want at least the survivors' grants, 3072 MiB", l>>20, err)
+	}
 	for _, other := range []string{"am", "min"} {
 		var p corev1.Pod
 		n.client.Get(context.Background(), types.NamespacedName{Namespace: "weft-jobs", Name: other}, &p)

@@ -39,7 +39,9 @@ type Limits struct {
 	// CPUQuota is the CFS quota per Period.
 	CPUQuota, Period time.Duration
 	// Memory is the box's memory limit; it is never set below what the
-	// box holds, which eviction, not the kernel's OOM killer, takes back.
+	// box holds nor below what its running pods were granted: memory
+	// granted to running work comes back by eviction, not by the
+	// kernel's OOM killer (see setMemory).
 	Memory int64
 	// CPUs is the box's cpuset, empty when not bound.
 	CPUs string
@@ -60,10 +62,11 @@ func (b *Box) Path() string {
 // Enforce sets the box to the amount batch work may use: its CFS quota to
 // a.MilliCPU (shrinking it gives CPU back to online work within a
 // period: batch only slows down), the least CPU weight (or the idle
-// scheduling class, with Idle), its memory limit to a.Memory
-// or what the box holds if that is more, and with cpuset the whole cores
+// scheduling class, with Idle), its memory limit to a.Memory — or, if
+// more, what the box holds or what its running pods were granted
+// (granted, the sum of their requests) — and with cpuset the whole cores
 // its quota fills.
-func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
+func (b *Box) Enforce(a Amount, granted int64, cpuset bool) (Limits, error) {
 	path := b.Path()
 	period := b.Period
 	if period <= 0 {
@@ -84,7 +87,7 @@ func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
 			errs = append(errs, fmt.Errorf("box CPU weight: %w", err))
 		}
 	}
-	mem, err := b.setMemory(path, a.Memory)
+	mem, err := b.setMemory(path, a.Memory, granted)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("box memory limit: %w", err))
 	}
@@ -103,17 +106,33 @@ func (b *Box) Enforce(a Amount, cpuset bool) (Limits, error) {
 }
 
 // setMemory sets the box's memory limit to limit, but never below what
-// the box holds now: a limit under its usage makes the kernel reclaim and,
-// failing that, OOM-kill inside the box at once (cgroup v2; v1 refuses
-// with EBUSY). Batch work then cannot grow, and eviction — lowest tier
-// first, reported to the AM — frees the rest.
-func (b *Box) setMemory(path string, limit int64) (int64, error) {
+// the box holds now nor below granted, what its running pods were
+// granted.
+//
+// Not below what it holds: a limit under its usage makes the kernel
+// reclaim and, failing that, OOM-kill inside the box at once (cgroup v2;
+// v1 refuses with EBUSY).
+//
+// Not below what was granted: each batch pod is already held to its own
+// grant (ConfinePod), as YARN holds a container to its allocation, and
+// memory a running container was granted comes back the way YARN takes
+// it back — preemption, here eviction: lowest tier first, told to the AM
+// (Victims). A box limit between what the pods hold and what they were
+// granted takes it back instead through the kernel's OOM killer, which
+// picks the largest process, whatever its tier, and kills it untold; and
+// since the limit followed what the box held, each kill left the
+// survivors no room and the next allocation killed again. Both were seen
+// (e2e, the eviction spec): the kernel killed the job's other map, then
+// a second later its ApplicationMaster, the last process left in
+// the box. Online work keeps its safety in the eviction watermark, and
+// in OOMScoreAdj should the node run out before the agent acts.
+func (b *Box) setMemory(path string, limit, granted int64) (int64, error) {
 	st, err := b.FS.Memory(path)
 	if err != nil {
 		return 0, err
 	}
 	const mib = 1 << 20
-	limit = max(limit, (int64(st.Usage)+mib-1)/mib*mib)
+	limit = max(limit, granted, (int64(st.Usage)+mib-1)/mib*mib)
 	return limit, b.FS.SetMemoryLimit(path, limit)
 }
 

@@ -1,6 +1,7 @@
 package colocation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // the least weight or, with Idle, the idle class and no weight written
 // (the kernel refuses one on an idle group); with cpuset, the whole cores
 // the quota fills. Its memory limit never goes below what the
-// box holds.
+// box holds, nor below what its pods were granted.
 func TestBoxEnforce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -27,7 +28,7 @@ func TestBoxEnforce(t *testing.T) {
 			tree.AddPod(corev1.PodQOSBestEffort, "uid", cgroupstest.Usage{Memory: 3 * uint64(gib)})
 			cores := []procstat.Core{{0}, {1}, {2}, {3}}
 			box := &Box{FS: tree.FS(), Cores: cores}
-			l, err := box.Enforce(Amount{MilliCPU: 1500, Memory: gib}, true)
+			l, err := box.Enforce(Amount{MilliCPU: 1500, Memory: gib}, 0, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,12 +39,12 @@ func TestBoxEnforce(t *testing.T) {
 			if weight != "2" && weight != "1" {
 				t.Errorf("%s = %s, want the least", tc.file, weight)
 			}
-			if l, _ := box.Enforce(Amount{}, false); l.CPUQuota != time.Millisecond {
+			if l, _ := box.Enforce(Amount{}, 0, false); l.CPUQuota != time.Millisecond {
 				t.Errorf("quota %s for nothing, want the kernel's least 1ms", l.CPUQuota)
 			}
 			tree.Write("kubepods/besteffort", tc.file, "1024\n")
 			box.Idle = true
-			if _, err := box.Enforce(Amount{MilliCPU: 1000, Memory: 4 * gib}, false); err != nil {
+			if _, err := box.Enforce(Amount{MilliCPU: 1000, Memory: 4 * gib}, 0, false); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.TrimSpace(tree.Read("kubepods/besteffort", "cpu.idle")); got != "1" {
@@ -51,6 +52,39 @@ func TestBoxEnforce(t *testing.T) {
 			}
 			if got := strings.TrimSpace(tree.Read("kubepods/besteffort", tc.file)); got != "1024" {
 				t.Errorf("%s written on an idle group: %s", tc.file, got)
+			}
+		})
+	}
+}
+
+// The box's memory limit against what it may hold (target), what it holds
+// (3 GiB) and what its pods were granted: the most of the three, so that
+// memory granted to running pods comes back by eviction, never through
+// the kernel's OOM killer at the box's limit.
+func TestBoxMemoryKeepsGrants(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		target, granted int64
+		want            int64
+	}{
+		{"target above all", 6 * gib, 5 * gib, 6 * gib},
+		{"online grew: grants kept", gib, 5 * gib, 5 * gib},
+		{"grants below what it holds", gib, 2 * gib, 3 * gib},
+		{"nothing granted", gib, 0, 3 * gib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := cgroupstest.V1(t, t.TempDir())
+			tree.AddPod(corev1.PodQOSBestEffort, "uid", cgroupstest.Usage{Memory: 3 * uint64(gib)})
+			box := &Box{FS: tree.FS()}
+			l, err := box.Enforce(Amount{MilliCPU: 1000, Memory: tc.target}, tc.granted, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Memory != tc.want {
+				t.Errorf("limit %d MiB, want %d MiB", l.Memory>>20, tc.want>>20)
+			}
+			if got := strings.TrimSpace(tree.Read("kubepods/besteffort", "memory.limit_in_bytes")); got != fmt.Sprint(tc.want) {
+				t.Errorf("memory.limit_in_bytes = %s, want %d", got, tc.want)
 			}
 		})
 	}

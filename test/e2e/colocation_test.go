@@ -203,6 +203,7 @@ done`
 		// The online pod takes 2 GiB more; then the eviction watermark is
 		// set 150 MiB under what the node now uses: less than one map's
 		// worth.
+		hits := boxLimitHits()
 		_, availBefore := meminfo()
 		Expect(os.WriteFile(filepath.Join(ctl, "hog"), []byte("2048"), 0o644)).To(Succeed())
 		Eventually(func() int64 { _, a := meminfo(); return availBefore - a }).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).
@@ -271,6 +272,18 @@ done`
 		Expect(os.Remove(filepath.Join(ctl, "hog"))).To(Succeed())
 		Expect(cluster.Client.CoreV1().ConfigMaps("weft-system").Delete(ctx, "weft-colocation", metav1.DeleteOptions{})).To(Succeed())
 		Expect(job.wait()).To(Succeed(), job.output())
+		// Memory came back by eviction alone: the box's limit, never
+		// below what its pods were granted, was never reached — so the
+		// kernel's OOM killer, which picks by size and tells no AM, had
+		// nothing to do there (it once took the other map and then the
+		// AM, at a limit held to what the box used) — and the job kept
+		// its one AM.
+		Expect(boxLimitHits()).To(Equal(hits), "times the box's memory reached its limit")
+		var attempts struct {
+			AppAttempts struct{ AppAttempt []struct{ ID int32 } }
+		}
+		getJSON("http://"+y.rm.WebAddr+"/ws/v1/cluster/apps/"+app+"/appattempts", &attempts)
+		Expect(attempts.AppAttempts.AppAttempt).To(HaveLen(1), "the AM's attempts")
 		syslog, err := y.fetchAMLog(app, "syslog", "start=-30000")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(syslog).To(ContainSubstring("memory pressure"), "the AM was told why its container ended")
@@ -419,6 +432,14 @@ func readInt(path string) int64 {
 	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	Expect(err).NotTo(HaveOccurred())
 	return v
+}
+
+// boxLimitHits is how many times the box's memory reached its limit
+// (cgroup v1 memory.failcnt): each time the kernel had to reclaim, or
+// failing that OOM-kill, inside the box to stay under it.
+func boxLimitHits() int64 {
+	GinkgoHelper()
+	return readInt(filepath.Join(boxMemory, "memory.failcnt"))
 }
 
 // meminfo is this machine's MemTotal and MemAvailable, in bytes.

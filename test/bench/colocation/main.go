@@ -945,7 +945,8 @@ func (a *agent) reconcile(now time.Time) error {
 	a.peaks.Observe(u, a.cfg.PeakWindow.Duration)
 	d := colocation.Decide(a.cfg, now, a.alloc, &a.peaks, time.Time{})
 	a.box.Idle = a.cfg.CPUIdle
-	l, err := a.box.Enforce(d.Box, a.cfg.CPUSet)
+	// The bench's batch work is processes in cgroups, granted no memory.
+	l, err := a.box.Enforce(d.Box, 0, a.cfg.CPUSet)
 	s := agentSample{at: now, took: time.Since(now), online: u.Online.MilliCPU, peak: a.peaks.Online().MilliCPU, batch: u.Batch.MilliCPU,
 		boxMilli: d.Box.MilliCPU, quota: l.CPUQuota, enforceErr: err}
 	if a.verbose {
