@@ -166,7 +166,7 @@ done`
 		before := readInt(filepath.Join(boxCPU, "cpu.cfs_quota_us"))
 		Expect(before).To(BeNumerically(">=", 50000))
 
-		online := onlinePodCgroup(ctx, cluster, onlineNS)
+		online := onlinePodCgroup(ctx, cluster, onlineNS, "cpuacct")
 		usage0, t0 := readInt(filepath.Join(online, "cpuacct.usage")), time.Now()
 		Expect(os.WriteFile(filepath.Join(ctl, "burn"), nil, 0o644)).To(Succeed())
 		DeferCleanup(func() { os.Remove(filepath.Join(ctl, "burn")) })
@@ -206,8 +206,13 @@ done`
 		hits := boxLimitHits()
 		_, availBefore := meminfo()
 		Expect(os.WriteFile(filepath.Join(ctl, "hog"), []byte("2048"), 0o644)).To(Succeed())
-		Eventually(func() int64 { _, a := meminfo(); return availBefore - a }).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).
-			Should(BeNumerically(">=", 1800<<20), "the online pod holds its memory")
+		// All of it, by the pod's own cgroup, before the watermark is
+		// set: memory still arriving after would add to the pressure.
+		onlineMem := filepath.Join(onlinePodCgroup(ctx, cluster, onlineNS, "memory"), "memory.usage_in_bytes")
+		Eventually(func() int64 { return readInt(onlineMem) }).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).
+			Should(BeNumerically(">=", 2048<<20), "the online pod holds its memory")
+		Eventually(func() int64 { _, a := meminfo(); return availBefore - a }).WithTimeout(10*time.Second).WithPolling(500*time.Millisecond).
+			Should(BeNumerically(">=", 1800<<20), "the node shows it")
 		total, avail := meminfo()
 		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -405,13 +410,13 @@ func (j *runningJob) wait() error {
 	}
 }
 
-// onlinePodCgroup is the online pod's CPU accounting cgroup (Burstable).
-func onlinePodCgroup(ctx context.Context, cluster *kube.Cluster, ns string) string {
+// onlinePodCgroup is the online pod's cgroup (Burstable) under a v1 controller.
+func onlinePodCgroup(ctx context.Context, cluster *kube.Cluster, ns, controller string) string {
 	GinkgoHelper()
 	pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(pods.Items).To(HaveLen(1))
-	return filepath.Join("/sys/fs/cgroup/cpuacct/kubepods/burstable", "pod"+string(pods.Items[0].UID))
+	return filepath.Join("/sys/fs/cgroup", controller, "kubepods/burstable", "pod"+string(pods.Items[0].UID))
 }
 
 // setColocation writes the colocation ConfigMap the agent watches.
