@@ -433,3 +433,106 @@ func TestCyclesSeeEachSnapshotsNodes(t *testing.T) {
 		t.Fatalf("the first snapshot again placed on %v, want [a-gpu]", got)
 	}
 }
+
+// TestMaxPlacements checks that a bounded cycle stops placing at its bound,
+// says it left more, plans no preemption for requests it did not try, and
+// that the cycles after it place the rest in the same order one cycle
+// would have.
+func TestMaxPlacements(t *testing.T) {
+	tests := []struct {
+		name string
+		max  int
+		jobs []job
+		// wantUnits are the units each cycle places until one leaves no more.
+		wantUnits []int
+	}{{
+		name:      "single pods in slices",
+		max:       4,
+		jobs:      []job{{id: "a", queue: "root.a", high: 1, low: 9, each: res(100, 1)}},
+		wantUnits: []int{4, 4, 2},
+	}, {
+		name: "a gang is placed whole, passing the bound",
+		max:  4,
+		jobs: []job{{id: "g1", queue: "root.a", high: 1, med: 2, each: res(100, 1)},
+			{id: "g2", queue: "root.a", high: 1, med: 2, each: res(100, 1)},
+			{id: "g3", queue: "root.a", high: 1, med: 2, each: res(100, 1)}},
+		wantUnits: []int{2, 1},
+	}, {
+		name:      "exactly the bound leaves nothing",
+		max:       3,
+		jobs:      []job{{id: "a", queue: "root.a", high: 1, low: 2, each: res(100, 1)}},
+		wantUnits: []int{3},
+	}, {
+		name:      "no bound",
+		jobs:      []job{{id: "a", queue: "root.a", high: 1, low: 9, each: res(100, 1)}},
+		wantUnits: []int{10},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bounded, whole := newHarness(t, quota.QueueQuota{Path: "root.a"}), newHarness(t, quota.QueueQuota{Path: "root.a"})
+			for _, h := range []*harness{bounded, whole} {
+				h.node("n0", res(4000, 16), quota.Resource{})
+				for _, j := range tc.jobs {
+					h.submit(j)
+				}
+			}
+			s := New(Options{MaxPlacements: tc.max})
+			var got []int
+			placedOn := map[string]string{}
+			for len(got) < 10 {
+				plan, _ := bounded.cycle(s)
+				got = append(got, len(plan.Units))
+				for _, u := range plan.Units {
+					for _, p := range u.Placements {
+						placedOn[p.RequestID] = p.NodeID
+					}
+				}
+				if !plan.More {
+					break
+				}
+			}
+			if !slices.Equal(got, tc.wantUnits) {
+				t.Errorf("units by cycle %v, want %v", got, tc.wantUnits)
+			}
+			one, _ := whole.cycle(New(Options{}))
+			n := 0
+			for _, u := range one.Units {
+				for _, p := range u.Placements {
+					n++
+					if placedOn[p.RequestID] != p.NodeID {
+						t.Errorf("%s placed on %q in slices, on %s in one cycle", p.RequestID, placedOn[p.RequestID], p.NodeID)
+					}
+				}
+			}
+			if n != len(placedOn) {
+				t.Errorf("slices placed %d requests, one cycle %d", len(placedOn), n)
+			}
+		})
+	}
+}
+
+// TestBoundedCyclePlansNoPreemption: a cycle that stopped at its bound has
+// not tried every request, so it names no victims; the next, which tries
+// them all, does.
+func TestBoundedCyclePlansNoPreemption(t *testing.T) {
+	h := newHarness(t,
+		quota.QueueQuota{Path: "root.guar", Guaranteed: res(4000, 16)},
+		quota.QueueQuota{Path: "root.borrow"})
+	h.node("n0", res(4000, 16), quota.Resource{})
+	h.node("n1", res(4000, 16), quota.Resource{})
+	h.submit(job{id: "b1", queue: "root.borrow", high: 1, low: 7, each: res(1000, 1)})
+	h.cycle(New(Options{Scoring: MostAllocated}))
+	s := New(Options{Scoring: MostAllocated, MaxPlacements: 1})
+	h.submit(job{id: "b2", queue: "root.borrow", med: 1, low: 1, each: res(1000, 1)})
+	// b2 fits only on n2; g fits nowhere without taking b1's.
+	h.node("n2", res(2000, 16), quota.Resource{})
+	h.submit(job{id: "g", queue: "root.guar", med: 1, each: res(3000, 1)})
+	plan, r := h.cycle(s)
+	if len(plan.Units) != 1 || !plan.More || len(r.Preempted) != 0 {
+		t.Fatalf("bounded cycle: %d units, more %v, %d victims; want b2's gang, more, no victims", len(plan.Units), plan.More, len(r.Preempted))
+	}
+	plan, r = h.cycle(s)
+	if len(plan.Units) != 1 || plan.More || len(r.Preempted) == 0 {
+		t.Fatalf("the cycle after: %d units, more %v, %d victims; want b2's elastic pod, no more, victims for g", len(plan.Units), plan.More, len(r.Preempted))
+	}
+}
