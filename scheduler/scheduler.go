@@ -40,19 +40,6 @@ type Options struct {
 	PercentageOfNodesToScore int
 	// DisablePreemption skips preemption planning.
 	DisablePreemption bool
-	// MaxPlacements, when positive, ends a cycle's placing once it has
-	// placed this many requests, and its plan says there is more
-	// (objects.Plan.More). A gang is placed whole, so a cycle may pass the
-	// bound by one gang. Zero: no bound. A backlog of thousands is then
-	// decided in slices, each bound while the next is decided, rather
-	// than all of it before the first binding: a scheduler started
-	// against 5,000 pending pods spent 56-91 ms deciding them before it
-	// bound one (test/bench/binding). YARN's CapacityScheduler bounds a
-	// node heartbeat's assignments the same way
-	// (yarn.scheduler.capacity.per-node-heartbeat.maximum-container-assignments).
-	// A capped cycle plans no preemption: requests it did not try may yet
-	// fit without one.
-	MaxPlacements int
 }
 
 // AdaptivePercentage, as Options.PercentageOfNodesToScore, is
@@ -211,7 +198,7 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *state.Snapshot) (*object
 	if err := c.placeElastic(ctx); err != nil {
 		return nil, err
 	}
-	if !s.opts.DisablePreemption && !c.plan.More {
+	if !s.opts.DisablePreemption {
 		if err := c.planPreemption(ctx); err != nil {
 			return nil, err
 		}
@@ -244,17 +231,6 @@ type cycle struct {
 	// asking are the applications with pending requests by leaf, read at
 	// the first leaf's load.
 	asking map[string][]*objects.Application
-	// placed counts the cycle's placements, against Options.MaxPlacements.
-	placed int
-}
-
-// full tells whether the cycle has placed as many requests as
-// Options.MaxPlacements allows, and if so marks its plan as leaving more.
-func (c *cycle) full() bool {
-	if bound := c.s.opts.MaxPlacements; bound > 0 && c.placed >= bound {
-		c.plan.More = true
-	}
-	return c.plan.More
 }
 
 // placementBlock is the most single placements onePlacement allocates at
@@ -560,7 +536,7 @@ func (c *cycle) placeGangs(ctx context.Context) error {
 			return ctx.Err()
 		}
 		q := c.pickLeaf(has)
-		if q == nil || c.full() {
+		if q == nil {
 			return nil
 		}
 		app := q.apps[q.gangAt]
@@ -599,7 +575,6 @@ func (c *cycle) tryGang(q *wqueue, app *wapp) {
 	app.gangRunning = true
 	app.gang = nil
 	c.plan.Units = append(c.plan.Units, unit)
-	c.placed += len(unit.Placements)
 }
 
 func (c *cycle) placeElastic(ctx context.Context) error {
@@ -618,7 +593,7 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 			return ctx.Err()
 		}
 		q := c.pickLeaf(has)
-		if q == nil || c.full() {
+		if q == nil {
 			return nil
 		}
 		app := q.apps[q.elastAt]
@@ -640,7 +615,6 @@ func (c *cycle) placeElastic(ctx context.Context) error {
 		q.chargeUser(app.a.User, r.Resource)
 		c.useReserve(q, app.a.ID, r.Resource)
 		app.elasticNext++
-		c.placed++
 		c.plan.Units = append(c.plan.Units, objects.Unit{AppID: app.a.ID,
 			Placements: c.onePlacement(objects.Placement{RequestID: r.ID, NodeID: n.n.ID})})
 	}

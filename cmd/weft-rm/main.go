@@ -52,7 +52,6 @@ func main() {
 	flag.DurationVar(&cfg.Allocator.PreemptionGrace, "preemption-grace", 15*time.Second, "advance notice a preempted container's AM gets (PreemptionMessage) before it is killed")
 	vcoreMilli := flag.Int64("milli-cpu-per-vcore", 1000, "CPU of one YARN vcore, in millicores")
 	nodesPct := flag.Int("percentage-of-nodes-to-score", 0, "percentage of nodes each pod's node search looks at, at least 100 (kube-scheduler's percentageOfNodesToScore); 0: kube-scheduler's adaptive default, 5% of 10,000 nodes; 100: every node")
-	flag.IntVar(&cfg.Allocator.Scheduler.MaxPlacements, "max-placements-per-cycle", 1000, "most containers and pods one scheduling cycle places; a larger backlog is decided in slices, each bound while the next is decided (0: no bound)")
 	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
@@ -116,10 +115,6 @@ func main() {
 	}
 	if *nodesPct < 0 || *nodesPct > 100 {
 		fmt.Fprintf(os.Stderr, "weft-rm: --percentage-of-nodes-to-score %d is not within 0-100\n", *nodesPct)
-		os.Exit(2)
-	}
-	if cfg.Allocator.Scheduler.MaxPlacements < 0 {
-		fmt.Fprintf(os.Stderr, "weft-rm: --max-placements-per-cycle %d is negative\n", cfg.Allocator.Scheduler.MaxPlacements)
 		os.Exit(2)
 	}
 	cfg.Allocator.Scheduler.PercentageOfNodesToScore = *nodesPct

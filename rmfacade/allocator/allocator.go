@@ -318,11 +318,6 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if plan.More {
-		// The rest of a backlog is decided next, after the pause, while
-		// this slice's grants are bound.
-		a.Kick()
-	}
 	result, err := st.ApplyPlan(plan)
 	if err != nil {
 		a.view.markAll()

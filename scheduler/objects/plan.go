@@ -14,10 +14,6 @@ type Plan struct {
 	// request they make room for is placed by a later cycle once the
 	// victims have exited.
 	Preemptions []Preemption
-	// More is set when the cycle stopped placing at its bound
-	// (scheduler.Options.MaxPlacements) with requests it did not try: the
-	// next cycle should follow soon.
-	More bool
 }
 
 // Unit is a group of placements applied together: a job's gang minimum,
