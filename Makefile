@@ -106,7 +106,7 @@ sim:
 # through weft-rm, weft-tide and the node agent; prints both runs'
 # utilization and kill rate with their ratio, exit 1 if one is >15% off.
 # SIM_TRUTH_FLAGS passes its flags (-nodes, -hour, -from, -hours, -warm-up,
-# -notice, -real-node); the default is the run the README reports: 24 kwok
+# -notice, -real-node); the default is docs/benchmarks/sim-truth.md's run: 24 kwok
 # nodes and this machine's kubelet, 02:00-14:00 of the day, a 2-minute
 # notice so that the tide's kills are many enough for a 15% comparison
 # (about 17 minutes of wall time).

@@ -1,6 +1,6 @@
 // Package scheduler binds Weft's pods to nodes by the reclaimable capacity each reports, with gang and tier-ordered preemption.
 //
-// It is built out by its own issues; see README.md for what works today.
+// How it works and why: docs/architecture/scheduler.md.
 //
 // The core is in memory and knows nothing of Kubernetes: one scheduling
 // cycle reads a state snapshot and returns a Plan of placements and

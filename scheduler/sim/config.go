@@ -13,7 +13,7 @@
 // (LentWhole on lent nodes). What the simulator models itself is what
 // Kubernetes and the workloads do around those decisions: kube-scheduler
 // placing online replicas, a ReplicaSet scaling, tasks running, a node's
-// CPU shared between online and batch work (see README.md, "weft-sim").
+// CPU shared between online and batch work (see docs/architecture/weft-sim.md).
 package sim
 
 import (

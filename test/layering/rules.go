@@ -1,6 +1,6 @@
 package layering
 
-// rooms are the module's top-level rooms (README's Layout).
+// rooms are the module's top-level rooms (README's "Where things live").
 var rooms = []string{"cmd/...", "rmfacade/...", "translator/...", "bigdataplugin/...", "quota/...", "scheduler/...", "protos/...", "deploy/...", "test/..."}
 
 // kubernetes is every Kubernetes module: the API types, apimachinery,

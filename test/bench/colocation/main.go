@@ -103,7 +103,7 @@ const (
 var allPhases = []string{"solo", "box", "box-quota", "box-idle", "box-idle-cpuset", "plain"}
 
 // defaultPhases are the ones the targets are about; box-quota and
-// box-idle explain why the box has a cpuset (README).
+// box-idle explain why the box has a cpuset (docs/colocation.md).
 var defaultPhases = []string{"solo", "box", "plain"}
 
 type options struct {

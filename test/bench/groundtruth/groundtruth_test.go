@@ -452,7 +452,7 @@ func TestWithRealNode(t *testing.T) {
 	if p.VCoreMilli() != realVCoreMilli || p.Name != translator.Weft.Name {
 		t.Errorf("profile %s with %dm vcores, want weft's with %dm", p.Name, p.VCoreMilli(), realVCoreMilli)
 	}
-	// The real node's agent published about 300m (README): a container
+	// The real node's agent published about 300m (docs/architecture/weft-sim.md): a container
 	// of realMix must fit, in whole vcores.
 	for _, z := range []sim.Size{realMix.AM, realMix.Worker} {
 		if z.MilliCPU > 300 {

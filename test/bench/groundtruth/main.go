@@ -6,8 +6,8 @@
 // runs' average CPU and memory utilization and batch task kill rate, their
 // ratio, and exits 1 if any is more than 15% off (sim.Tolerance).
 //
-// The real run (see README.md, "weft-sim", for what is real and what is a
-// double):
+// The real run (see docs/architecture/weft-sim.md, "The ground truth",
+// for what is real and what is a double):
 //
 //   - weft-rm (profile weft) and weft-tide run as processes, built from
 //     this tree, with the scenario's queues and TidePool; their periods

@@ -26,7 +26,7 @@
 //     granted and acquired — what YARN's RM counts as allocated, with
 //     container tokens and NMTokens issued — but not started: no node
 //     plugin runs them as pods, so the launcher's and the node watch's
-//     pod work is not part of what is measured (see the README).
+//     pod work is not part of what is measured (docs/benchmarks/scale.md).
 //   - Then, for -steady, every AM heartbeats every -heartbeat, as
 //     AMRMClientAsync does (the next call a heartbeat after the last one
 //     returned), with an empty ask; allocate's latency is each call's
