@@ -100,8 +100,9 @@ SIM_OUT ?= .weft/sim
 sim:
 	$(GO) run ./cmd/weft-sim -config $(SIM_CONFIG) -out $(SIM_OUT) $(SIM_FLAGS)
 
-# weft-sim's ground truth (issue 17 item 5): SIM_CONFIG's day shrunk to a
-# few kwok nodes and hours compressed to minutes, simulated, then run for
+# weft-sim's ground truth, so that its numbers are trusted only as far as
+# a real run bears them out: SIM_CONFIG's day shrunk to a few kwok nodes
+# and hours compressed to minutes, simulated, then run for
 # real on kwokfleet's private control plane (never the e2e cluster)
 # through weft-rm, weft-tide and the node agent; prints both runs'
 # utilization and kill rate with their ratio, exit 1 if one is >15% off.

@@ -96,8 +96,8 @@ func (r Resource) Sub(o Resource) Resource {
 // This and the other arithmetic range over an Extended map only when it
 // has entries: most resources have none, and ranging over no map still
 // starts an iterator — half of a scheduling cycle's walk over 10,000
-// nodes (scheduler's BenchmarkScheduleOneAsk), as it was a third of a
-// node search's time (Fits).
+// nodes (scheduler's BenchmarkScheduleOneAsk), and a third of a node
+// search's time (Fits).
 func (r *Resource) AddInPlace(o Resource) {
 	r.MilliCPU += o.MilliCPU
 	r.Memory += o.Memory

@@ -24,12 +24,12 @@ type benchSize struct {
 }
 
 var (
-	// bench5k is the original benchmark: 5,000 nodes and 50,000 pending
-	// pods in 5,000 jobs of 10 over 10 queues.
+	// bench5k is many small jobs: 5,000 nodes and 50,000 pending pods in
+	// 5,000 jobs of 10 over 10 queues.
 	bench5k = benchSize{name: "5k", nodes: 5000, jobs: 5000, perJob: 10, queues: 10,
 		guaranteed: res(8_000_000, 32_000), cappedMax: res(3_000_000, 12_000)} // room for 3,000 of the capped queues' 5,000 pods together
-	// bench10k is issue 18's size: 10,000 nodes and 100,000 pending pods
-	// in 1,000 jobs of 100 over 20 queues.
+	// bench10k is a large cluster's size, test/bench/scale's: 10,000 nodes
+	// and 100,000 pending pods in 1,000 jobs of 100 over 20 queues.
 	bench10k = benchSize{name: "10k", nodes: 10_000, jobs: 1000, perJob: 100, queues: 20,
 		guaranteed: res(8_000_000, 32_000), cappedMax: res(3_000_000, 12_000)} // room for 3,000 of the capped queues' 5,000 pods each
 )
@@ -93,8 +93,8 @@ func benchStore(b *testing.B, z benchSize) *state.Store {
 // BenchmarkSchedule measures one full cycle over every pending pod of a
 // benchmark cluster: Schedule only, then Schedule plus ApplyPlan on a fresh
 // store each time. decisions/s counts pods placed per second of measured
-// time; apply-ms is ApplyPlan's share of a cycle+apply. Issue 18's size
-// is measured with the bounded node search only: scoring all 10,000 nodes
+// time; apply-ms is ApplyPlan's share of a cycle+apply. The 10k size is
+// measured with the bounded node search only: scoring all 10,000 nodes
 // for each of 100,000 pods is not a configuration anyone runs.
 func BenchmarkSchedule(b *testing.B) {
 	for _, z := range []benchSize{bench5k, bench10k} {

@@ -235,9 +235,9 @@ type cycle struct {
 
 // placementBlock is the most single placements onePlacement allocates at
 // once: a cycle of a large backlog places tens of thousands of elastic
-// pods, each its own unit, and one allocation for each was a tenth of
-// the cycle. Blocks start at 8 and double, for the many cycles that place
-// a pod or two.
+// pods, each its own unit, and one allocation for each would be a tenth
+// of the cycle. Blocks start at 8 and double, for the many cycles that
+// place a pod or two.
 const placementBlock = 1024
 
 // onePlacement returns p as a one-element slice for a unit, cut from a

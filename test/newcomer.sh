@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The first hour of a new user, scripted (issue 15), as `make test`'s last
-# step: `make run` in the background; the MapReduce command it prints, run
-# verbatim, must SUCCEED with its estimate on the console, and so must the
-# DistributedShell and SparkPi commands it prints; the demo's worker
-# log must hold its echo; `make stop` must leave no process of the run and
-# its ports free; then `make run-embedded` must start cleanly.
+# The first hour of a new user, scripted so that it cannot silently break,
+# as `make test`'s last step: `make run` in the background; the MapReduce
+# command it prints, run verbatim, must SUCCEED with its estimate on the
+# console, and so must the DistributedShell and SparkPi commands it
+# prints; the demo's worker log must hold its echo; `make stop` must
+# leave no process of the run and its ports free; then `make run-embedded`
+# must start cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.weft/newcomer

@@ -120,12 +120,12 @@ func (b *Box) Enforce(a Amount, granted int64, cpuset bool) (Limits, error) {
 // (Victims). A box limit between what the pods hold and what they were
 // granted takes it back instead through the kernel's OOM killer, which
 // picks the largest process, whatever its tier, and kills it untold; and
-// since the limit followed what the box held, each kill left the
-// survivors no room and the next allocation killed again. Both were seen
-// (e2e, the eviction spec): the kernel killed the job's other map, then
-// a second later its ApplicationMaster, the last process left in
-// the box. Online work keeps its safety in the eviction watermark, and
-// in OOMScoreAdj should the node run out before the agent acts.
+// were the limit to follow what the box holds, each kill would leave the
+// survivors no room and the next allocation kill again: a job's other
+// map, then a second later its ApplicationMaster, the last process left
+// in the box (test/e2e's eviction spec checks neither happens). Online
+// work keeps its safety in the eviction watermark, and in OOMScoreAdj
+// should the node run out before the agent acts.
 func (b *Box) setMemory(path string, limit, granted int64) (int64, error) {
 	st, err := b.FS.Memory(path)
 	if err != nil {

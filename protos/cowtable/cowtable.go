@@ -6,9 +6,10 @@
 // It replaces go-memdb, whose radix trees copied the path of every write
 // again (past an 8,192-node cache per transaction) with a watch channel
 // per node, and made garbage collection most of the scheduler's write
-// cost and most of the RM's live heap (issue 18). It knows no object of
-// either store — keys are strings computed by the store's functions — so
-// it sits in protos/, below both rooms, beside the vocabulary they share.
+// cost and most of the RM's live heap at a large cluster's size. It knows
+// no object of either store — keys are strings computed by the store's
+// functions — so it sits in protos/, below both rooms, beside the
+// vocabulary they share.
 package cowtable
 
 import (
@@ -200,7 +201,7 @@ func (t Table[T]) Insert(obj *T) error {
 	if had {
 		// A replaced object's id string is kept, and the one just
 		// computed dropped: the entries of every index and whoever took
-		// the id from StoredID keep sharing one copy (issue 18: the RM
+		// the id from StoredID keep sharing one copy (a large cluster's RM
 		// replaces each of 100,000 containers when its AM acquires it).
 		// A second write of the path the first just copied; an insert of
 		// a new object, the bulk of a plan's, costs nothing more.
@@ -282,7 +283,7 @@ const batchParallel = 256
 // goroutine of its own: a batch of a hundred thousand (a scheduling plan's
 // allocations) then costs about its slowest tree's writes rather than the
 // sum of them all, which for the B-trees' lookups (cache misses, mostly)
-// is most of a large write's time (issue 18).
+// is most of a large write's time.
 //
 // An object without id or without a required index key is refused before
 // anything is written. An id the table holds already is found only while

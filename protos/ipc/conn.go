@@ -56,9 +56,8 @@ type conn struct {
 // connReadBuffer is the size of a connection's read buffer, held for as
 // long as the connection is open, calls or none: a heartbeat's request is
 // a few hundred bytes, and readFrame reads a larger frame through it
-// (bufio reads straight into a request larger than its buffer). With 16
-// KiB, the 1,000 AMs of the scale benchmark held 16 MB in buffers (issue
-// 18).
+// (bufio reads straight into a request larger than its buffer). At 16
+// KiB, the 1,000 AMs of a large cluster would hold 16 MB in buffers.
 const connReadBuffer = 4 << 10
 
 func newConn(s *Server, nc net.Conn) *conn {

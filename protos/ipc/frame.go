@@ -76,7 +76,7 @@ const frameChunk = 64 << 10
 // before allocating anything. The buffer grows as the bytes arrive, not
 // to the announced length at once: a client announcing 128 MiB and
 // sending nothing costs the server 64 KiB, not 128 MiB (Hadoop's server
-// allocates the announced length; 48 such connections took 5.4 GB).
+// allocates the announced length: 48 such connections cost it 5.4 GB).
 func readFrame(r *bufio.Reader, max int) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {

@@ -229,23 +229,21 @@ func (a *Allocator) Run(ctx context.Context) {
 // pauseAfter is how long Run waits after a cycle of the given length
 // before the next, kicked or not: three times as long as the cycle, at most
 // interval. Pods created one by one kick a cycle each; back to back, each
-// cycle reading every pod of the cluster, they took a core of their own
-// (test/bench/binding -running: weft-rm 5-6.5 s of CPU for 5,000 pods
-// against 1.6 s when the same pods are placed in one cycle) — the API
-// server's, on a small control plane. Waiting as long as the last cycle
-// took halved it; the cycles were still 60% of weft-rm's CPU in such a
-// round (3.5 s of 5.8), two thirds of each the part that reads every pod
-// and application whatever changed. Waiting three times as long keeps
-// scheduling under a quarter of a core and lets the next cycle take the
-// arrivals in between together. But a quarter of a core is what cycles
-// take whatever each costs while arrivals never stop: a cheaper cycle only
-// comes sooner. So the pause is also at least minPause, which bounds the
-// cycles' number (at most 25 a second) and so their CPU by what each
-// costs; a cycle of a millisecond (an AM's ask among a few changes) waits
-// 40. At 20 ms, 5,000 pods streaming in took ~630 cycles of ~8 pods each
-// (test/bench/binding -running, 24 rounds paired with a 20 ms build); at
-// 40, ~390, and weft-rm's CPU a round 0.33 s (10%) less, with nodesync's
-// Node heartbeats dropped in the same build. YARN's
+// cycle reading every pod of the cluster, they would take a core of their
+// own (test/bench/binding -running: 5,000 pods placed as they arrive cost
+// weft-rm three to four times the CPU of placing them in one cycle) — the
+// API server's, on a small control plane. Waiting only as long as the
+// last cycle took still leaves the cycles most of weft-rm's CPU in such a
+// stream, most of each the part that reads every pod and application
+// whatever changed. Waiting three times as long keeps scheduling under a
+// quarter of a core and lets the next cycle take the arrivals in between
+// together. But a quarter of a core is what cycles take whatever each
+// costs while arrivals never stop: a cheaper cycle only comes sooner. So
+// the pause is also at least minPause, which bounds the cycles' number (at
+// most 25 a second) and so their CPU by what each costs; a cycle of a
+// millisecond (an AM's ask among a few changes) waits 40. 5,000 pods
+// streaming in then take about 390 cycles, where a 20 ms floor takes
+// about 630 of some 8 pods each (test/bench/binding -running). YARN's
 // asynchronous CapacityScheduler waits between passes too
 // (schedule-asynchronously.scheduling-interval-ms, 5 ms, each pass placing
 // on one node), and an AM hears of its grant only at its next heartbeat
@@ -348,8 +346,8 @@ func (a *Allocator) Cycle(ctx context.Context) (int, error) {
 		}
 	}
 	// The grants carry what the RM needs of the plan; the view's copy of
-	// it goes before they are stored, which at the fill of the scale
-	// benchmark took seconds, AMs acquiring all the while.
+	// it goes before they are stored, which at a large cluster's fill
+	// takes seconds, AMs acquiring all the while.
 	if err := a.view.releasePlanned(result); err != nil {
 		a.view.markAll()
 		return 0, err
@@ -482,7 +480,7 @@ func (a *Allocator) deriveAttempt(w *schedstate.Txn, snap *state.Snapshot, attem
 			continue
 		}
 		// The RM store's copy of the id: 100,000 allocations otherwise
-		// hold 100,000 copies of what the store holds (issue 18).
+		// hold 100,000 copies of what the store holds.
 		d.allocs = append(d.allocs, &objects.Allocation{ID: snap.ContainerKey(c.ID), AppID: appID, NodeID: c.Node,
 			Tier: cmp.Or(c.Tier, records.TierLow), Resource: toQuota(c.Resource), Preempting: c.PreemptDeadline != 0})
 	}
@@ -526,9 +524,9 @@ func (a *Allocator) deriveAttempt(w *schedstate.Txn, snap *state.Snapshot, attem
 // differs from what w holds: an application derived again because one of
 // its containers changed state (acquired, say) or its AM asked for one
 // more keeps its hundred other allocations untouched — deleting and
-// re-adding them all made every such change cost the application's size
-// in store writes (test/bench/scale: 100,000 containers acquired, one
-// application re-derived per acquisition).
+// re-adding them all would make every such change cost the application's
+// size in store writes (test/bench/scale: 100,000 containers acquired,
+// one application re-derived per acquisition).
 //
 // Requests are kept only when every one is unchanged, else all are put
 // again: requests of an application are ordered by when the store got

@@ -25,8 +25,8 @@ import (
 
 // BenchmarkCycle is a cycle of a busy RM — 1,000 nodes, 1,000 running
 // applications in 20 queues holding 100 containers each — with the
-// scheduler's view kept from the last cycle (kept) and built afresh as
-// every cycle built it before issue 18 (rebuilt), when nothing changed
+// scheduler's view kept from the last cycle (kept) and built afresh each
+// cycle (rebuilt), when nothing changed
 // (idle: a cycle still runs every second) and when one application asks
 // for one more container (one-ask: the cycle places and grants it), also
 // after 20 nodes' records were written with what Weft's own pods hold

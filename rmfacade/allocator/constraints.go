@@ -32,8 +32,8 @@ type NodeSource interface {
 // a set of nodes, once per distinct set of constraints: the pods of one job
 // share theirs. The allocator keeps one from cycle to cycle while the
 // nodes' members and their PlacementVersion stay (view.constraints): evaluating
-// YARN containers' constraints over 10,000 nodes every cycle was a tenth
-// of weft-rm's CPU with nothing changing (test/bench/scale).
+// YARN containers' constraints over 10,000 nodes every cycle would be a
+// tenth of weft-rm's CPU with nothing changing (test/bench/scale).
 type constraints struct {
 	nodes *nodeSet
 	kube  NodeSource
@@ -105,7 +105,7 @@ var containerPod = &corev1.Pod{Spec: corev1.PodSpec{Tolerations: translator.Batc
 // constraintKey is what evaluate remembers a pod's constraints by: its
 // node selector, its node affinity and its tolerations. It is written out
 // by hand, the affinity alone (rare) as JSON: json.Marshal of all three for
-// each pod was a seventh of the first cycle over 5,000 pending pods
+// each pod would be a seventh of the first cycle over 5,000 pending pods
 // (BenchmarkFirstCycleOfPods), which every binding round waits for. Label
 // keys and values, and so a toleration's, hold no NUL byte.
 func constraintKey(p *corev1.Pod) (string, error) {

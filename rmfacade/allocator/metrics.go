@@ -78,11 +78,11 @@ func (m *metrics) observeQueues(st *schedstate.Store, h *quota.Hierarchy, pendin
 // queueGauges serves weft_queue_resource and weft_queue_pending_containers
 // from the last cycle's numbers, made into series only when scraped (a
 // prometheus.Collector, as kube-state-metrics serves objects' state). A
-// cycle copies each leaf's numbers; setting GaugeVecs instead had every
-// cycle Reset them and look up each of a leaf's 11 series by its labels
-// again — 0.13 ms and 2,700 allocations a cycle at 20 leaves, 3.3 ms and
-// 67,000 at 500 (BenchmarkObserveQueues), with cycles then up to 50 a second —
-// and a scrape between the Reset and the sets saw no queue at all.
+// cycle copies each leaf's numbers; setting GaugeVecs instead would have
+// every cycle Reset them and look up each of a leaf's 11 series by its
+// labels again — 0.13 ms and 2,700 allocations a cycle at 20 leaves,
+// 3.3 ms and 67,000 at 500 (BenchmarkObserveQueues) — and a scrape
+// between the Reset and the sets would see no queue at all.
 type queueGauges struct {
 	resource, pending *prometheus.Desc
 

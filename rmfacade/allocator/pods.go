@@ -66,12 +66,12 @@ type pendingPod struct {
 }
 
 // podView is what the view holds of the pods that name Weft's scheduler,
-// kept from cycle to cycle as the RM's applications are (issue 18): a
-// cycle makes again only the pods whose resource version or node changed
-// since, those a plan wrote to, and the few whose objects rest on more
-// than the pod (everyCycle). Making every pod again each cycle was 40% of
-// weft-rm's CPU while binding 5,000 pods (test/bench/binding): each cycle
-// binds a few hundred, and made the thousands already placed over again.
+// kept from cycle to cycle as the RM's applications are: a cycle makes
+// again only the pods whose resource version or node changed since, those
+// a plan wrote to, and the few whose objects rest on more than the pod
+// (everyCycle). Making every pod again each cycle costs 40% of weft-rm's
+// CPU while binding 5,000 pods (test/bench/binding): each cycle binds a
+// few hundred, and would make the thousands already placed over again.
 type podView struct {
 	entries map[types.UID]*podEntry
 	// everyCycle are the entries made again each cycle (a few: AM pods,
@@ -345,7 +345,7 @@ func (a *Allocator) syncPods(w *schedstate.Txn, snap *state.Snapshot, nodes *nod
 // job, tier, whose container it is), its deletion begun or not and its
 // request are as they were. Most versions of a placed pod are the API
 // server's own — the binding seen, kubelet's status — and making each
-// again was a third of what the pods cost a cycle while binding.
+// again would be a third of what the pods cost a cycle while binding.
 func (a *Allocator) samePlacedPod(e *podEntry, p *corev1.Pod) bool {
 	return e.kind == podAllocation && maps.Equal(e.pod.Labels, p.Labels) &&
 		(e.pod.DeletionTimestamp == nil) == (p.DeletionTimestamp == nil) && a.podResource(p).Equal(e.res)

@@ -17,10 +17,10 @@ import (
 
 // view is the scheduler's store kept from one cycle to the next, in step
 // with the RM's store by its committed changes (state.Store.Subscribe)
-// and with the AMs' asks (issue 18 item 1): a cycle brings into it only
-// the applications and nodes that changed since the last — rebuilding
-// every running container and pending ask each cycle cost 29% of weft-rm's
-// CPU at 1,000 nodes with nothing to place.
+// and with the AMs' asks: a cycle brings into it only the applications
+// and nodes that changed since the last — rebuilding every running
+// container and pending ask each cycle costs 29% of weft-rm's CPU at
+// 1,000 nodes with nothing to place.
 //
 // An application is brought in by deriving its objects (its scheduler
 // application, allocations and requests) from the RM's records afresh, so
@@ -107,8 +107,8 @@ func sameMembers(a, b []*records.Node) bool {
 // test/bench/scale). Only the writes that move what a cycle reads of a node
 // count (schedulingMoved): while Weft binds, each node is written again and
 // again with what Weft's own pods hold there (its Used and NumContainers,
-// which no cycle reads from the set), and listing on every write was a
-// quarter of the cycles' CPU in test/bench/binding -running.
+// which no cycle reads from the set), and listing on every write would be
+// a quarter of the cycles' CPU in test/bench/binding -running.
 // The set's records then may be older than snap's for those fields alone;
 // for every field a cycle reads, the set is snap's.
 func (v *view) runningNodes(snap *state.Snapshot, stale bool) *nodeSet {
@@ -416,8 +416,8 @@ func (a *Allocator) syncApps(w *schedstate.Txn, snap *state.Snapshot, where *con
 // allocations it applied, the asks' entries in pending) once the cycle has
 // built the grants from them: the next cycle derives those applications
 // again (markPlanned) from what the RM recorded, under its container ids.
-// Kept until then, the fill of the scale benchmark held its 100,000 planned
-// allocations while the grants were stored and then beside their derived
+// Kept until then, a large cluster's fill would hold its 100,000 planned
+// allocations while the grants are stored and then beside their derived
 // copies: the peak of weft-rm's heap.
 func (v *view) releasePlanned(result *objects.PlanResult) error {
 	return v.st.Update(func(w *schedstate.Txn) error {
@@ -448,8 +448,8 @@ const shrinkFrom = 1024
 // shrunk returns m and the most entries it held (peak, updated), or, once
 // m holds a quarter of that or less, a copy of m sized to what it holds
 // and that size as the new peak. A Go map keeps the room of the most it
-// ever held: the pending asks of the scale benchmark's fill, 100,000 of
-// them, kept 11 MB in a map empty after it (issue 18).
+// ever held: a large cluster's 100,000 pending asks, once granted, would
+// keep 11 MB in a map then empty.
 func shrunk[K comparable, V any](m map[K]V, peak int) (map[K]V, int) {
 	peak = max(peak, len(m))
 	if peak < shrinkFrom || len(m) > peak/4 {

@@ -286,7 +286,7 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 
 // copiedKey returns the id of an allocation of the view that holds a copy
 // of its container's key in the RM store rather than the store's string
-// (issue 18: 100,000 copies), or "".
+// (100,000 copies at a large cluster's size), or "".
 func copiedKey(rm *state.Snapshot, view *schedstate.Snapshot) string {
 	for _, cs := range rm.ContainersByApp() {
 		for _, c := range cs {
@@ -522,8 +522,8 @@ func TestShrunk(t *testing.T) {
 
 // Once the RM has stored a cycle's grants, the view lets go of what the
 // plan made of the asks, and the next cycle derives the containers from
-// the RM's records: nothing holds them twice in between (issue 18: the
-// scale benchmark's fill held 100,000 planned allocations beside their
+// the RM's records: nothing holds them twice in between (a large
+// cluster's fill would hold 100,000 planned allocations beside their
 // derived copies).
 func TestGrantsLeaveThePlanOutOfTheView(t *testing.T) {
 	ctx := context.Background()
@@ -557,8 +557,8 @@ func TestGrantsLeaveThePlanOutOfTheView(t *testing.T) {
 }
 
 // A cycle leaves the pods that did not change as the last one made them,
-// and makes again the one that did (issue 18: making every placed pod
-// again each cycle was 40% of weft-rm's CPU while binding 5,000 pods).
+// and makes again the one that did (making every placed pod again each
+// cycle costs 40% of weft-rm's CPU while binding 5,000 pods).
 func TestUnchangedPodsKept(t *testing.T) {
 	mgr, now := testRM(t, quota.DefaultQueues)
 	put(t, mgr, &records.Node{ID: "n1", Host: "n1", HTTPAddress: "n1:8042", State: records.NodeRunning,

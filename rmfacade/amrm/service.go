@@ -318,8 +318,8 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 // the whole response (lastResponse) to answer a retry of the request; here
 // a retry gets the grants built again from the store's records (resend).
 // Container tokens and NMTokens are most of a response's bytes: keeping
-// them for each of 1,000 AMs after the fill of the scale benchmark held
-// about 140 MB of live heap (issue 18).
+// them for each of 1,000 AMs holding 100 containers each is about 140 MB
+// of live heap.
 type sent struct {
 	// head is the response with AllocatedContainers and NmTokens empty.
 	head *yarnpb.AllocateResponseProto
@@ -360,8 +360,8 @@ type headroom struct {
 
 // clusterHeadroom sums the RUNNING nodes once per change of the nodes,
 // not once per heartbeat: with 10,000 nodes and 1,000 AMs heartbeating
-// each second, listing and summing every node on every call took most of
-// the RM's CPU (test/bench/scale).
+// each second, listing and summing every node on every call would take
+// most of the RM's CPU (test/bench/scale).
 func (s *Service) clusterHeadroom() *headroom {
 	if h := s.headroom.Load(); h != nil {
 		select {

@@ -278,8 +278,8 @@ func TestGrantsContainers(t *testing.T) {
 // TestRetryGetsTheGrantsAgain: a retry of the request whose response
 // granted containers (the AM lost the response) gets them again, with
 // NMTokens and container tokens that verify, and the session keeps the
-// grants' ids, not the response's tokens (issue 18: the last responses of
-// 1,000 AMs held about 140 MB after the scale benchmark's fill).
+// grants' ids, not the response's tokens (the last responses of 1,000
+// AMs holding 100 containers each are about 140 MB).
 func TestRetryGetsTheGrantsAgain(t *testing.T) {
 	f := startWith(t, true)
 	attempt, c, first := f.grantThree(t)

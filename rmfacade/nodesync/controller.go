@@ -107,9 +107,9 @@ func PodNode(_ context.Context, o client.Object) []reconcile.Request {
 // -list, the AMs' headroom). The nodes they moved on are written by one
 // batch (ownPodsBatch) each ownPodDelay, not by a reconcile a node: pods
 // bound at a scheduler's pace reach a node seconds apart, so a node's own
-// delay joined none of them, and test/bench/binding's 5,000 bindings
-// across 1,000 nodes were 5,000 reconciles and store transactions, a
-// tenth of weft-rm's CPU while it bound (the controller's per-reconcile
+// delay would join none of them: test/bench/binding's 5,000 bindings
+// across 1,000 nodes would be 5,000 reconciles and store transactions, a
+// tenth of weft-rm's CPU while it binds (the controller's per-reconcile
 // logger, ID and metrics, a timer each in the delaying queue, every
 // transaction waking the store's subscribers); a batch a second writes
 // each node at most once in it.
@@ -173,7 +173,7 @@ func (s *Syncer) podEvents() handler.EventHandler {
 // or the record's report time is due for its refresh (reportRefresh).
 // Most of a node's updates are its kubelet's status reports, whose
 // heartbeat times the trimmed status no longer shows (test/bench/binding:
-// ~700 a round from 1,000 kwok nodes, a reconcile each that wrote
+// ~700 a round from 1,000 kwok nodes, a reconcile each that would write
 // nothing); kube-scheduler likewise drops node updates that change nothing
 // it schedules by (nodeSchedulingPropertiesChange in its event handlers).
 // What goes stale with no event (an agent's heartbeat ageing, a cooldown's

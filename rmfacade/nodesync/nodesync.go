@@ -202,10 +202,10 @@ func LivePods(client kubernetes.Interface) cache.SharedIndexInformer {
 
 // trimmed drops, before the watches store an object, what none of their
 // readers uses and what is much of an object as the API server sends it
-// (issue 18: the RM holds every live pod and every node of a 10,000-node
-// cluster): managedFields, server-side apply's record of who set which
-// field, often a third of a pod; and of a Node's status all but what the
-// RM reads (trimNode): kubelet reports up to 50 images with their
+// (the RM holds every live pod and every node of a 10,000-node cluster):
+// managedFields, server-side apply's record of who set which field,
+// often a third of a pod; and of a Node's status all but what the RM
+// reads (trimNode): kubelet reports up to 50 images with their
 // digests, five conditions with their messages, the node's system info.
 // kube-scheduler and controller-runtime's caches drop managedFields the
 // same way.

@@ -255,7 +255,7 @@ func TestUtilizationFromWeftAgent(t *testing.T) {
 }
 
 // The watches keep neither managedFields nor a node's image list: the RM
-// holds every live pod and node of the cluster (issue 18).
+// holds every live pod and node of the cluster.
 func TestWatchesTrimObjects(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
 	n := node("n1", true, func(n *corev1.Node) {

@@ -335,7 +335,7 @@ func TestTracking(t *testing.T) {
 
 // TestRESTUsage: what a running application holds shows in its report,
 // its queue (used resources, capacity, users) and the cluster totals, as
-// a 3.4 RM reports them (they were 0 and {}).
+// a 3.4 RM reports them (not 0 and {}).
 func TestRESTUsage(t *testing.T) {
 	srv, mgr := newServer(t)
 	ctx := context.Background()

@@ -91,11 +91,11 @@ func (m *Manager) AllocateBatch(ctx context.Context, grants map[records.AttemptI
 // maxGrantsPerWrite bounds the grants AllocateBatch stores in one
 // transaction. A transaction holds until it commits every record it
 // writes twice more — its durable encoding, and its dirty pages in bbolt
-// (which copies them again when its file grows) — so the one write of the
-// scale benchmark's fill, 100,000 grants of a single cycle, set weft-rm's
-// peak heap (issue 18; at 30,000 grants the largest live heap a GC found
-// fell from 126 to 91 MB with writes of 5,000, one run). Each grant is checked
-// against the store as the transaction that stores it has it, so the
+// (which copies them again when its file grows) — so one write of a large
+// cluster's fill, 100,000 grants of a single cycle, would set weft-rm's
+// peak heap (at 30,000 grants, writes of 5,000 keep the largest live heap
+// about a quarter lower than one write). Each grant is checked against
+// the store as the transaction that stores it has it, so the
 // transactions after the first see the grants before them.
 const maxGrantsPerWrite = 5000
 

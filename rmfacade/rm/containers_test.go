@@ -51,8 +51,8 @@ func heldOn(m *Manager, node string) int64 {
 }
 
 // A batch of more than maxGrantsPerWrite grants is stored in several
-// transactions (issue 18: one transaction of the fill's 100,000 grants was
-// most of weft-rm's peak heap), whole attempts in each, and each grant is
+// transactions (one transaction of a large cluster's 100,000 grants would
+// be most of weft-rm's peak heap), whole attempts in each, and each grant is
 // checked against the grants of the transactions before it: the node's
 // room goes to the first attempt, the rest of it to the second, never more.
 func TestAllocateBatchWritesInParts(t *testing.T) {

@@ -394,8 +394,8 @@ func (m *Manager) PutNode(n *records.Node) error {
 }
 
 // PutNodes records nodes in one transaction: a cluster's first sync of a
-// thousand nodes was a thousand transactions, each waking the store's
-// subscribers, on the path to a scheduler's first cycle.
+// thousand nodes would otherwise be a thousand transactions, each waking
+// the store's subscribers, on the path to a scheduler's first cycle.
 func (m *Manager) PutNodes(ns ...*records.Node) error {
 	if len(ns) == 0 {
 		return nil

@@ -40,7 +40,7 @@ type HA struct {
 	// seen the Lease unrenewed for LeaseDuration, noticed at its next try:
 	// up to LeaseDuration plus two RetryPeriods (with jitter) after the
 	// active's last renewal, which leaves room within the 10s YARN users
-	// expect of a failover (6s/4s/1s measured up to 9.7s on a loaded
+	// expect of a failover (6s/4s/1s can take up to 9.7s on a loaded
 	// 2-core machine; kube-controller-manager's 15/10/2 would take 17s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Pod, when set ("namespace/name": this replica's own pod), carries

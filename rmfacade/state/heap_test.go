@@ -82,8 +82,8 @@ func heldPerContainer(tb testing.TB, apps, perApp int) float64 {
 }
 
 // BenchmarkHeld measures the heap the store holds per running container
-// at the scale benchmark's full size (issue 18: 10,000 nodes, 1,000
-// applications of 100 containers). Run it with -benchtime 1x.
+// at the scale benchmark's full size (10,000 nodes, 1,000 applications of
+// 100 containers). Run it with -benchtime 1x.
 func BenchmarkHeld(b *testing.B) {
 	for range b.N {
 		b.ReportMetric(heldPerContainer(b, 1000, 100), "B/container")
@@ -91,9 +91,9 @@ func BenchmarkHeld(b *testing.B) {
 }
 
 // TestHeld bounds what the store holds per container, at a tenth of the
-// full size: 504 bytes at the full size (BenchmarkHeld), 550 before the
-// containers' attempt index keys were shared (attemptKeys), 1,624 on
-// go-memdb.
+// full size: 504 bytes at the full size (BenchmarkHeld), where unshared
+// attempt index keys (attemptKeys) would make it 550, and go-memdb's
+// trees 1,624.
 func TestHeld(t *testing.T) {
 	const most = 525
 	if testing.Short() {

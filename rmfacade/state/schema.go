@@ -73,7 +73,7 @@ type db struct {
 
 // attemptKeys holds one string per attempt id, the key of the attempt's
 // containers in the "attempt" index: each container's entry then shares
-// it rather than holding a copy (48 bytes of 550 per container, issue 18).
+// it rather than holding a copy (48 bytes of 550 per container).
 // Index keys are computed by the store's one writer only (Insert and
 // Delete run in Update, or in Open before the store is shared), so it
 // needs no lock. A key dropped while some version still indexes
@@ -91,7 +91,7 @@ func (k attemptKeys) of(id records.AttemptID) string {
 }
 
 // newDB returns empty tables. Indexes without AllowMissing refuse an
-// object without a key for them, as the go-memdb schema this replaced did.
+// object without a key for them, as go-memdb's schemas do.
 func newDB(keys attemptKeys) *db {
 	type (
 		app       = records.Application

@@ -166,7 +166,7 @@ type written struct {
 
 // changes returns what the transaction changed, a record written several
 // times once, at the place of its last write, with the value it had
-// before the transaction (as go-memdb's Txn.Changes did): a record
+// before the transaction (as go-memdb's Txn.Changes does): a record
 // inserted then deleted is no change.
 func (w *WriteTxn) changes() []Change {
 	type id struct{ table, key string }

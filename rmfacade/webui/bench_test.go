@@ -112,7 +112,7 @@ func BenchmarkPages(b *testing.B) {
 				c.handler.ServeHTTP(&discardWriter{}, req)
 				took = append(took, time.Since(start))
 			}
-			// The target is each page's and resource's p99 (≤ 50 ms):
+			// The target is each page's and resource's p99 (≤ 50 ms):
 			// the slowest 1% of the iterations, beside the mean ns/op.
 			slices.Sort(took)
 			b.ReportMetric(float64(took[(len(took)-1)*99/100])/1e6, "p99-ms")

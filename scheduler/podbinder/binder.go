@@ -190,7 +190,7 @@ func (b *Binder) WaitForSync(ctx context.Context) bool {
 // A pod being deleted before it was bound waits for nothing. The pods are
 // the cache's: callers must not modify them.
 func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
-	// The Binder's own map, not the informer's index: the index answered
+	// The Binder's own map, not the informer's index: the index answers
 	// with a slice built from a set of keys, each looked up in the cache,
 	// a tenth of weft-rm's CPU while pods arrive one by one
 	// (test/bench/binding -running); and the map moves with assumed under
@@ -217,7 +217,7 @@ func (b *Binder) Pods() (pending, bound []*corev1.Pod) {
 // return now, as it would return them, and the uids of the others (ended,
 // deleted, or being deleted before they were bound). A cycle reads what
 // moved, not every pod: walking them all, as pods arrive one by one and
-// cycles follow each other, was a sixth of weft-rm's CPU
+// cycles follow each other, would be a sixth of weft-rm's CPU
 // (test/bench/binding -running).
 func (b *Binder) Moved(also []types.UID) (pods []*corev1.Pod, gone []types.UID) {
 	b.mu.Lock()
@@ -248,7 +248,7 @@ func (b *Binder) shown(p *corev1.Pod) (*corev1.Pod, bool) {
 	case assumed:
 		// A shallow copy with its node: callers do not modify pods,
 		// and a deep copy of every pod bound and not yet seen so, each
-		// cycle, was a tenth of weft-rm's CPU in test/bench/binding.
+		// cycle, would be a tenth of weft-rm's CPU in test/bench/binding.
 		c := *p
 		c.Spec.NodeName = node
 		return &c, true

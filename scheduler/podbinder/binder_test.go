@@ -204,8 +204,9 @@ func TestMoved(t *testing.T) {
 // call to Pods falls between the watch's cache update and the handler
 // that drops the assumption. Pods runs in a loop while pods are created
 // and bound one after another; any pod it reports pending after its
-// binding was issued would be placed twice. (A race: on the code before
-// the fix the test failed one run in three at 300 pods.)
+// binding was issued would be placed twice. (A race: were Pods to read
+// the informer's cache, which moves before the handler drops the
+// assumption, 300 pods would show it in about one run in three.)
 func TestBoundPodNeverPendingAgain(t *testing.T) {
 	client := fake.NewClientset()
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 )
 
-// Ground truth (issue 17, item 5) is the same scenario, shrunk, run for
+// Ground truth is the same scenario, shrunk, run for
 // real through weft-rm, weft-tide and the node agent, with the
 // simulation's utilization and kill rate within 15% of the real run's.
 // test/bench/groundtruth runs it on kwokfleet: its scenario is this

@@ -1,7 +1,7 @@
 // Package sim replays a day of colocation on a virtual clock: an online
 // service scaling with a diurnal curve and a stream of MapReduce- and
 // Spark-like jobs, on one cluster, under several colocation policies side
-// by side (weft-sim, issue 17).
+// by side (weft-sim).
 //
 // It drives Weft's own decision code, not a restatement of it: every
 // scheduling cycle is scheduler.Schedule over a state.Store and

@@ -65,7 +65,7 @@ func (s *Store) ApplyPlan(p *objects.Plan) (*objects.PlanResult, error) {
 // queue rows tens of thousands of times. An accepted unit's requests are
 // deleted and its allocations inserted by the writer, in chunks: that
 // touches five B-trees (each table's by id and its indexes), most of a
-// large plan's cost (issue 18), and the writer works on those trees in
+// large plan's cost, and the writer works on those trees in
 // parallel with each other and with the checks. So unit reads requests
 // and allocations not in the transaction, which the writer is changing,
 // but in the version it began from (base, which nothing writes), plus

@@ -37,8 +37,8 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// BenchmarkHeld measures the heap a store holds per object at weft-rm's
-// scale (issue 18: 10,000 nodes, 1,000 applications in 20 queues, 100,000
+// BenchmarkHeld measures the heap a store holds per object at a large
+// cluster's size (10,000 nodes, 1,000 applications in 20 queues, 100,000
 // running containers or pending asks), the figure behind weft-rm's RSS:
 // the objects, their ids and every index entry over them. Run it with
 // -benchtime 1x; B/allocation and B/request are what it reports.

@@ -280,9 +280,9 @@ done`
 		// Memory came back by eviction alone: the box's limit, never
 		// below what its pods were granted, was never reached — so the
 		// kernel's OOM killer, which picks by size and tells no AM, had
-		// nothing to do there (it once took the other map and then the
-		// AM, at a limit held to what the box used) — and the job kept
-		// its one AM.
+		// nothing to do there (at a limit held to what the box uses, it
+		// takes the other map and then the AM) — and the job kept its
+		// one AM.
 		Expect(boxLimitHits()).To(Equal(hits), "times the box's memory reached its limit")
 		var attempts struct {
 			AppAttempts struct{ AppAttempt []struct{ ID int32 } }

@@ -64,7 +64,7 @@ func FreeAddr() (string, error) {
 // FreeAddrs returns n distinct loopback addresses with ports free right
 // now. Every listener stays open until all n are chosen: the kernel may
 // hand out a port again as soon as it is closed, and picking addresses one
-// by one once gave a standby weft-rm its peer's scheduler port.
+// by one can give a standby weft-rm its peer's scheduler port.
 func FreeAddrs(n int) ([]string, error) {
 	addrs := make([]string, 0, n)
 	for range n {

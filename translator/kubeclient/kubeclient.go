@@ -63,10 +63,10 @@ func Protobuf(cfg *rest.Config) *rest.Config {
 // nodes and pods. On the networks between control-plane components that
 // costs CPU on both ends and lengthens the list rather than shortening it,
 // which is why kube-scheduler and kube-controller-manager turn it off
-// (kubernetes/kubernetes#80919, rest.Config.DisableCompression). Measured
-// against test/bench/binding's API server: a list of 1,000 nodes took it
-// ~60 ms of CPU gzipped, ~25 ms not (2.2 MB either way on loopback); the
-// lists weft-rm makes when it starts, before its first binding, were a
+// (kubernetes/kubernetes#80919, rest.Config.DisableCompression). On
+// test/bench/binding's API server a list of 1,000 nodes costs it ~60 ms
+// of CPU gzipped, ~25 ms not (2.2 MB either way on loopback); gzipped, the
+// lists weft-rm makes when it starts, before its first binding, cost a
 // third of a second of the API server's CPU a round.
 func Uncompressed(cfg *rest.Config) { cfg.DisableCompression = true }
 

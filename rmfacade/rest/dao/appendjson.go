@@ -8,7 +8,7 @@ import (
 // jsonAppender is implemented by the DTOs a listing holds by the thousand
 // (an RM keeps up to yarn.resourcemanager.max-completed-applications of
 // them, and clients list them all): they append their JSON without
-// encoding/json's reflection, which took most of an unbounded
+// encoding/json's reflection, which takes most of an unbounded
 // /ws/v1/cluster/apps answer's time. The output is byte for byte what
 // encoding/json writes for the same value with marshalJSONNoEscape's
 // settings, as TestAppendJSONMatchesReflection checks; DTOs without it are

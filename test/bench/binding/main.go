@@ -619,10 +619,10 @@ func intervalText(lo, hi float64, digits int) string {
 // largest k whose chance that fewer than k samples fall below the true
 // median (Binomial(n, ½)) is at most 2.5% — so the interval misses it
 // with at most 5%. Rounds of this benchmark are no sample of any known
-// distribution — the same round's work cost the control plane from 13 to
-// 23 s of CPU within one run while the machine's own speed held (session
-// 29) — which is why the median and an order-statistics interval, not a
-// mean and its standard error. Needs n ≥ 6; both 0 below.
+// distribution — the same round's work can cost the control plane from 13
+// to 23 s of CPU within one run while the machine's own speed holds —
+// which is why the median and an order-statistics interval, not a mean
+// and its standard error. Needs n ≥ 6; both 0 below.
 func medianInterval(v []float64) (lo, hi float64) {
 	n := len(v)
 	s := slices.Clone(v)
@@ -654,7 +654,7 @@ func median(rs []result) float64 {
 
 // middle sorts v and returns its median: the middle value, or the mean of
 // the two middle ones of an even count (not the upper one: of twelve
-// paired ratios in session 31 that printed 100% where the lower middle was
+// paired ratios the upper middle can read 100% where the lower reads
 // 94%); 0 for none.
 func middle(v []float64) float64 {
 	if len(v) == 0 {

@@ -467,8 +467,9 @@ func (b *bench) snapshot() (snapshot, error) {
 // cpuSnapshot reads only what restCores needs, for the samples taken
 // every second while requests are recorded: the benchmark shares the
 // CPUs with the service it measures, and reading every thread's
-// schedstat each second delayed the requests due at that instant (about
-// 40% of the box phase's slowest 1% fell within 3 ms after a sample).
+// schedstat each second would delay the requests due at that instant
+// (about 40% of the box phase's slowest 1% would fall within 3 ms after a
+// sample).
 func (b *bench) cpuSnapshot() (snapshot, error) {
 	s := snapshot{at: time.Now()}
 	var err error

@@ -1,6 +1,7 @@
-// Command groundtruth checks weft-sim against the real thing (issue 17,
-// item 5): the same scenario, shrunk to a few kwok nodes and a few hours
-// of the day compressed to minutes, is simulated (sim.Run, the simulator's
+// Command groundtruth checks weft-sim against the real thing, so that its
+// numbers are trusted only as far as a real run bears them out: the same
+// scenario, shrunk to a few kwok nodes and a few hours of the day
+// compressed to minutes, is simulated (sim.Run, the simulator's
 // own code path) and then run for real on kwokfleet's private control
 // plane, through weft-rm, weft-tide and the node agent; it prints both
 // runs' average CPU and memory utilization and batch task kill rate, their

@@ -69,8 +69,8 @@ func burnScript(milliCPU int64) string {
 }
 
 // A real 2-core node lends little: on this machine the control plane,
-// kwok and the driver are its online use, and its agent published about
-// 300m of reclaimed CPU in the runs so far (docs/architecture/weft-sim.md, "The real node"), while
+// kwok and the driver are its online use, and its agent publishes about
+// 300m of reclaimed CPU (docs/architecture/weft-sim.md, "The real node"), while
 // the default day's smallest batch container asks 1000m. So with the real
 // node the shrunk scenario — simulated and run alike — gets jobs a small
 // node can take: realMix, in a queue of its own (realQueue), with YARN's

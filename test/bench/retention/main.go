@@ -3,8 +3,8 @@
 // (yarn.resourcemanager.max-completed-applications, 1,000): the RM keeps
 // the newest completed applications and drops the older ones from memory
 // and store, so its RSS should stay flat however many have passed through
-// it. (Measured before retention existed: about 7.5 KB per application at
-// rest, growing without bound.)
+// it. (Without retention, each application holds about 7.5 KB at rest,
+// growing without bound.)
 //
 // A weft-rm binary runs embedded (its bbolt state store in a temporary
 // directory, no Kubernetes, no local node: applications wait in ACCEPTED

@@ -1,4 +1,4 @@
-// Command scale measures weft-rm at a real cluster's size (issue 18):
+// Command scale measures weft-rm at a large cluster's size:
 // 10,000 nodes, 1,000 applications across 20 queues holding 100
 // containers each (100,000 in all), and their 1,000 AMs heartbeating at
 // YARN's default interval of 1 s through the real IPC server. It prints
@@ -46,12 +46,12 @@
 // check), before grants are written. RSS is /proc/PID/status VmRSS,
 // sampled each second; its largest value is printed.
 //
-// The issue's target for decisions/s is set in memory, so each revision's
-// scheduler core is measured too, before anything else runs: its own
-// benchmark at the same size (coreBench), built from the same tree and
-// run -core-runs times with the revisions in turn; the median is printed.
-// Through weft-rm the cycle shares two cores with 1,000 AMs' calls and
-// the benchmark's own clients, and searches 500 nodes per pod
+// The target for decisions/s (≥ 100,000) is set in memory, so each
+// revision's scheduler core is measured too, before anything else runs:
+// its own benchmark at the same size (coreBench), built from the same
+// tree and run -core-runs times with the revisions in turn; the median
+// is printed. Through weft-rm the cycle shares two cores with 1,000 AMs'
+// calls and the benchmark's own clients, and searches 500 nodes per pod
 // (kube-scheduler's adaptive bound) where the core's searches 100.
 //
 //	go run ./test/bench/scale [-nodes 10000] [-apps 1000] [-containers 100] [-queues 20] [-baseline 502a525]
@@ -104,7 +104,7 @@ func main() {
 	baseline := flag.String("baseline", "502a525", "revision measured beside today's code (before the per-AM sessions); \"none\" to skip")
 	flag.StringVar(&o.logs, "logs", "", "keep each weft-rm's log in this directory")
 	flag.StringVar(&o.profiles, "profiles", "", "save today's weft-rm heap profiles after the fill and after the steady phase, and its CPU profiles over the fill's first 10 s and while steady, in this directory")
-	flag.IntVar(&o.coreRuns, "core-runs", 3, "runs of the scheduler core's benchmark at the issue's size for each revision, the median printed (0: none)")
+	flag.IntVar(&o.coreRuns, "core-runs", 3, "runs of the scheduler core's benchmark at the same size for each revision, the median printed (0: none)")
 	memLimit := flag.String("memory-limit", "", "also measure today's weft-rm with this --memory-limit (a soft memory limit, e.g. 400Mi), beside it without")
 	flag.Parse()
 	if err := run(o, *baseline, *memLimit); err != nil {

@@ -15,7 +15,7 @@ type row struct {
 	value  func(*result) (float64, bool) // false: not measured
 	format func(float64) string
 	higher bool
-	// target, when set, is the bound on today's value.
+	// target, when set, is Weft's bound on today's value.
 	target func(float64) (string, bool)
 }
 
