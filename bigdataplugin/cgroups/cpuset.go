@@ -24,6 +24,34 @@ func (f *FS) CPUSet(path string) (string, error) {
 	return procstat.FormatCPUList(cpus), nil
 }
 
+// EffectiveCPUs returns the CPUs the cgroup's tasks may run on: its own
+// cpuset, or where it has none (v2's empty cpuset.cpus), its nearest
+// ancestor's — v1's cpuset.effective_cpus, v2's cpuset.cpus.effective.
+// Without the cpuset hierarchy (v1), or with the cpuset controller not
+// enabled for the cgroup (v2), the error wraps ErrUnsupported.
+func (f *FS) EffectiveCPUs(path string) ([]int, error) {
+	file := "cpuset.cpus.effective"
+	if f.version == V1 {
+		file = "cpuset.effective_cpus"
+	}
+	dir, err := f.dir(cpusetCtl, path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.read(cpusetCtl, path, file)
+	if err != nil {
+		if lerr := lacksFile("read", dir, file, err); lerr != nil {
+			return nil, lerr
+		}
+		return nil, err
+	}
+	cpus, err := procstat.ParseCPUList(s)
+	if err != nil {
+		return nil, malformed(filepath.Join(dir, file), s)
+	}
+	return cpus, nil
+}
+
 // SetCPUSet writes the cgroup's cpuset.cpus, the CPUs its tasks may run
 // on, in the kernel's list format ("2-3,6"). On v1 the kernel refuses a
 // set that is not within the parent's or that leaves out a child's CPUs;

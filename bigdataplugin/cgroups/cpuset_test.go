@@ -257,3 +257,40 @@ func TestCPUSetUnsupportedWithoutHierarchy(t *testing.T) {
 		t.Errorf("CPUSet without a cpuset hierarchy: error = %v, want ErrUnsupported", err)
 	}
 }
+
+// EffectiveCPUs are the CPUs a cgroup's tasks may run on: its own cpuset
+// or its parent's; without the cpuset hierarchy, or with the controller
+// not enabled for the cgroup, ErrUnsupported, and for a cgroup that
+// vanished fs.ErrNotExist.
+func TestEffectiveCPUs(t *testing.T) {
+	forEachLayout(t, func(t *testing.T, tree *cgroupstest.Tree) {
+		p := tree.AddPod(corev1.PodQOSBestEffort, "a", cgroupstest.Usage{})
+		f := tree.FS()
+		if cpus, err := f.EffectiveCPUs(p); err != nil || !slices.Equal(cpus, []int{0, 1, 2, 3}) {
+			t.Errorf("EffectiveCPUs = %v, %v; want the machine's 0-3", cpus, err)
+		}
+		file := map[cgroups.Version]string{cgroups.V1: "cpuset.effective_cpus", cgroups.V2: "cpuset.cpus.effective"}[tree.Version]
+		tree.Write(p, file, "1,3\n")
+		if cpus, err := f.EffectiveCPUs(p); err != nil || !slices.Equal(cpus, []int{1, 3}) {
+			t.Errorf("EffectiveCPUs = %v, %v; want 1,3", cpus, err)
+		}
+		tree.Write(p, file, "one\n")
+		wantErrContaining(t, "EffectiveCPUs of a malformed file", func() error { _, err := f.EffectiveCPUs(p); return err }(), file, "unexpected content")
+		tree.RemoveFile(p, file)
+		if _, err := f.EffectiveCPUs(p); !errors.Is(err, cgroups.ErrUnsupported) {
+			t.Errorf("EffectiveCPUs without the file: error = %v, want ErrUnsupported", err)
+		}
+		tree.Remove(p)
+		_, err := f.EffectiveCPUs(p)
+		wantNotExist(t, "EffectiveCPUs of an ended pod", err)
+	})
+	root := t.TempDir()
+	tree := cgroupstest.V1(t, root)
+	tree.Add(box, cgroupstest.Usage{})
+	if err := os.RemoveAll(filepath.Join(root, "cpuset")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.FS().EffectiveCPUs(box); !errors.Is(err, cgroups.ErrUnsupported) {
+		t.Errorf("EffectiveCPUs without a cpuset hierarchy: error = %v, want ErrUnsupported", err)
+	}
+}

@@ -11,7 +11,10 @@
 // and kills a batch pod's processes when the agent evicts it.
 //
 // Both cgroup v1 (one hierarchy per controller) and v2 (one unified tree)
-// are supported, with kubelet's cgroupfs and systemd drivers. An FS is
+// are supported, with kubelet's cgroupfs and systemd drivers. Where a
+// machine holds several nodes, each kubelet with a --cgroup-root of its
+// own, an FS for one node (FS.ForNode) names that node's cgroups under
+// its root and never writes the root itself. An FS is
 // made for a root (normally /sys/fs/cgroup) so tests run over temporary
 // trees laid out in the kernel's formats; package cgroupstest builds such
 // trees.

@@ -40,8 +40,9 @@ const Unlimited = -1
 // FS reads and writes one host's cgroup files. Paths given to its methods
 // are cgroup paths relative to each hierarchy's root, as QOSPath and
 // PodPath return them ("kubepods/besteffort"); "." is the root cgroup,
-// which FS reads but never writes. An FS holds no state beyond its
-// directories and is safe for concurrent use.
+// which FS reads but never writes, nor the node's root cgroup (ForNode).
+// An FS holds no state beyond its directories and the node's root, and is
+// safe for concurrent use.
 type FS struct {
 	// ProcRoot is the proc filesystem SetOOMScoreAdj writes to; "/proc"
 	// when empty.
@@ -50,7 +51,10 @@ type FS struct {
 	root    string
 	version Version
 	driver  Driver
-	dirs    map[controller]string // hierarchy directory of each controller
+	// node is the kubelet's --cgroup-root, its levels' names; nil when it
+	// is the hierarchy's root (ForNode).
+	node []string
+	dirs map[controller]string // hierarchy directory of each controller
 	// writeFile writes one value to one kernel file; tests wrap it to
 	// see the order of writes and to refuse values as the kernel would.
 	writeFile func(name, value string) error
@@ -115,11 +119,15 @@ func (f *FS) dir(c controller, path string) (string, error) {
 	return filepath.Join(base, path), nil
 }
 
-// writableDir is dir for writes, which the root cgroup never gets: its
-// limits are the whole node's, and Kill of it would end every process.
+// writableDir is dir for writes, which the root cgroup never gets, nor
+// the node's own: their limits are the whole node's, and Kill of them
+// would end every process of the node.
 func (f *FS) writableDir(c controller, path string) (string, error) {
-	if filepath.Clean(path) == "." {
+	switch filepath.Clean(path) {
+	case ".":
 		return "", fmt.Errorf("cgroups: refusing to write the root cgroup (path %q)", path)
+	case f.NodePath():
+		return "", fmt.Errorf("cgroups: refusing to write the node's root cgroup (path %q)", path)
 	}
 	return f.dir(c, path)
 }
@@ -156,12 +164,24 @@ func (f *FS) writeIn(dir, file, value string) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
-			return fmt.Errorf("cgroups: write %s: no such file: %w", name, ErrUnsupported)
-		}
+	if err := lacksFile("write", dir, file, err); err != nil {
+		return err
 	}
 	return fileError("write", name, value, err)
+}
+
+// lacksFile is the error for err from op on file of the cgroup in dir
+// when the file is missing but the cgroup is not: it wraps
+// ErrUnsupported, so that "this kernel or hierarchy cannot" and "the
+// pod ended" stay apart. It is nil for any other error.
+func lacksFile(op, dir, file string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+		return nil
+	}
+	return fmt.Errorf("cgroups: %s %s: no such file: %w", op, filepath.Join(dir, file), ErrUnsupported)
 }
 
 // writeKernelFile writes value with one write(2), as the kernel parses one

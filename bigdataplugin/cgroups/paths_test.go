@@ -58,3 +58,64 @@ func TestFSPathsFollowItsDriver(t *testing.T) {
 		}
 	}
 }
+
+// A node of a shared machine has its kubelet's --cgroup-root for its own
+// root: its QoS and pod cgroups are under it, named as that kubelet's
+// driver names them (systemd makes a slice of the root too, "-" escaped
+// as "_", as the kubelet does: kind's /kubelet is kubelet.slice), and
+// "" or "/" is the whole machine, as today.
+func TestPathsUnderANodesCgroupRoot(t *testing.T) {
+	const uid = "3d7c6a5e-8f2b"
+	cases := []struct {
+		driver                     cgroups.Driver
+		root                       string
+		wantNode, wantBox, wantPod string
+	}{
+		{cgroups.Cgroupfs, "", ".", "kubepods/besteffort", "kubepods/burstable/pod" + uid},
+		{cgroups.Cgroupfs, "/", ".", "kubepods/besteffort", "kubepods/burstable/pod" + uid},
+		{cgroups.Cgroupfs, "/weft-node-1", "weft-node-1", "weft-node-1/kubepods/besteffort", "weft-node-1/kubepods/burstable/pod" + uid},
+		{cgroups.Cgroupfs, "weft-node-1/", "weft-node-1", "weft-node-1/kubepods/besteffort", "weft-node-1/kubepods/burstable/pod" + uid},
+		{cgroups.Cgroupfs, "/kind/node-1", "kind/node-1", "kind/node-1/kubepods/besteffort", "kind/node-1/kubepods/burstable/pod" + uid},
+		{cgroups.Systemd, "", ".", "kubepods.slice/kubepods-besteffort.slice",
+			"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod3d7c6a5e_8f2b.slice"},
+		{cgroups.Systemd, "/kubelet", "kubelet.slice", "kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice",
+			"kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod3d7c6a5e_8f2b.slice"},
+		{cgroups.Systemd, "/weft-node-1", "weft_node_1.slice",
+			"weft_node_1.slice/weft_node_1-kubepods.slice/weft_node_1-kubepods-besteffort.slice",
+			"weft_node_1.slice/weft_node_1-kubepods.slice/weft_node_1-kubepods-burstable.slice/weft_node_1-kubepods-burstable-pod3d7c6a5e_8f2b.slice"},
+		{cgroups.Systemd, "/kind/node-1", "kind.slice/kind-node_1.slice", "kind.slice/kind-node_1.slice/kind-node_1-kubepods.slice/kind-node_1-kubepods-besteffort.slice",
+			"kind.slice/kind-node_1.slice/kind-node_1-kubepods.slice/kind-node_1-kubepods-burstable.slice/kind-node_1-kubepods-burstable-pod3d7c6a5e_8f2b.slice"},
+	}
+	for _, c := range cases {
+		f, err := v1Tree(t).WithDriver(c.driver).FS().ForNode(c.root)
+		if err != nil {
+			t.Errorf("%s ForNode(%q): %v", c.driver, c.root, err)
+			continue
+		}
+		if got := f.NodePath(); got != c.wantNode {
+			t.Errorf("%s root %q: NodePath = %q, want %q", c.driver, c.root, got, c.wantNode)
+		}
+		if got := f.QOSPath(corev1.PodQOSBestEffort); got != c.wantBox {
+			t.Errorf("%s root %q: QOSPath = %q, want %q", c.driver, c.root, got, c.wantBox)
+		}
+		if got := f.PodPath(corev1.PodQOSBurstable, uid); got != c.wantPod {
+			t.Errorf("%s root %q: PodPath = %q, want %q", c.driver, c.root, got, c.wantPod)
+		}
+		if got := f.QOSPath("Reclaimed"); got != "" {
+			t.Errorf("%s root %q: QOSPath of an unknown class = %q, want \"\"", c.driver, c.root, got)
+		}
+	}
+}
+
+// A cgroup root with an empty level, "." or ".." is refused: it would name
+// another cgroup than the kubelet's, or one outside the hierarchy.
+func TestCgroupRootRefusesOtherCgroups(t *testing.T) {
+	for _, bad := range []string{"/a//b", "/../etc", "/a/./b", "/weft-node-1/.."} {
+		if levels, err := cgroups.ParseCgroupRoot(bad); err == nil {
+			t.Errorf("ParseCgroupRoot(%q) = %q, want an error", bad, levels)
+		}
+		if _, err := v1Tree(t).FS().ForNode(bad); err == nil {
+			t.Errorf("ForNode(%q): no error", bad)
+		}
+	}
+}

@@ -280,27 +280,36 @@ func TestSetMemoryLimitBusy(t *testing.T) {
 	}
 }
 
+// Writes refuse the root cgroup and, for a node of a shared machine, the
+// node's own root cgroup, whose limits are the whole node's; and paths
+// that are not relative to the hierarchy's root.
 func TestWritesRefuseRootAndBadPaths(t *testing.T) {
 	forEachLayout(t, func(t *testing.T, tree *cgroupstest.Tree) {
-		f := tree.FS()
-		got := recordWrites(f, tree.Root, nil)
-		writes := map[string]func(p string) error{
-			"SetCPUQuota":    func(p string) error { return f.SetCPUQuota(p, time.Millisecond, 0) },
-			"SetCPUShares":   func(p string) error { return f.SetCPUShares(p, 2) },
-			"SetCPUIdle":     func(p string) error { return f.SetCPUIdle(p, true) },
-			"SetMemoryLimit": func(p string) error { return f.SetMemoryLimit(p, 1) },
-			"SetCPUSet":      func(p string) error { return f.SetCPUSet(p, "0") },
-			"SetCPUSetTree":  func(p string) error { return f.SetCPUSetTree(p, "0") },
-			"Kill":           func(p string) error { return f.Kill(p) },
+		node, err := tree.FS().ForNode("/weft-node-1")
+		if err != nil {
+			t.Fatal(err)
 		}
-		for name, w := range writes {
-			for _, p := range []string{".", "kubepods/..", ""} {
-				wantErrContaining(t, name+"("+p+")", w(p), "cgroup")
+		tree.Add(node.NodePath(), cgroupstest.Usage{})
+		for _, f := range []*cgroups.FS{tree.FS(), node} {
+			got := recordWrites(f, tree.Root, nil)
+			writes := map[string]func(p string) error{
+				"SetCPUQuota":    func(p string) error { return f.SetCPUQuota(p, time.Millisecond, 0) },
+				"SetCPUShares":   func(p string) error { return f.SetCPUShares(p, 2) },
+				"SetCPUIdle":     func(p string) error { return f.SetCPUIdle(p, true) },
+				"SetMemoryLimit": func(p string) error { return f.SetMemoryLimit(p, 1) },
+				"SetCPUSet":      func(p string) error { return f.SetCPUSet(p, "0") },
+				"SetCPUSetTree":  func(p string) error { return f.SetCPUSetTree(p, "0") },
+				"Kill":           func(p string) error { return f.Kill(p) },
 			}
-			wantErrContaining(t, name+"(/kubepods)", w("/kubepods"), "is not a cgroup path")
-		}
-		if len(*got) != 0 {
-			t.Errorf("writes happened: %v", *got)
+			for name, w := range writes {
+				for _, p := range []string{".", "kubepods/..", "", f.NodePath(), f.NodePath() + "/kubepods/.."} {
+					wantErrContaining(t, name+"("+p+")", w(p), "cgroup")
+				}
+				wantErrContaining(t, name+"(/kubepods)", w("/kubepods"), "is not a cgroup path")
+			}
+			if len(*got) != 0 {
+				t.Errorf("writes happened: %v", *got)
+			}
 		}
 	})
 }

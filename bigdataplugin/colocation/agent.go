@@ -62,13 +62,16 @@ type Options struct {
 	// FS is the node's cgroup hierarchy; ProcRoot is /proc. Without FS
 	// (the hierarchy could not be opened: an unexpected cgroup version or
 	// layout, said in Unusable) the agent runs blind: it offers nothing
-	// and says why, while the node plugin serves on.
+	// and says why, while the node plugin serves on. With
+	// Defaults.NodeCgroup the agent uses FS, and Box's, for that node
+	// (cgroups.FS.ForNode): it measures the node's cgroup and bounds the
+	// box under it.
 	FS       *cgroups.FS
 	Unusable error
 	ProcRoot string
 	// Box is the big box (FS and the CPU topology).
 	Box *Box
-	// NumCPU is the node's online CPUs.
+	// NumCPU is the machine's online CPUs.
 	NumCPU int
 	// HeartbeatInterval is how often the agent tells that its published
 	// numbers are current (translator.AnnotationReclaimedAt; default 20s),
@@ -132,6 +135,19 @@ func NewAgent(c client.Client, events record.EventRecorder, opts Options) *Agent
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
+	}
+	if root := opts.Defaults.NodeCgroup; root != "" && opts.FS != nil {
+		fsys, err := opts.FS.ForNode(root)
+		if err != nil {
+			opts.FS, opts.Unusable = nil, err
+		} else {
+			opts.FS = fsys
+			if opts.Box != nil {
+				box := *opts.Box
+				box.FS = fsys
+				opts.Box = &box
+			}
+		}
 	}
 	return &Agent{client: c, events: events, opts: opts, evicted: map[string]eviction{},
 		meter: &Meter{FS: opts.FS, ProcRoot: opts.ProcRoot, NumCPU: opts.NumCPU}}
@@ -211,7 +227,10 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{RequeueAfter: interval}, nil
 	}
 	a.peaks.Observe(u, cfg.PeakWindow.Duration)
-	alloc := Amount{MilliCPU: node.Status.Allocatable.Cpu().MilliValue(), Memory: node.Status.Allocatable.Memory().Value()}
+	// A node that is one of several on the machine shows the machine's
+	// allocatable (the kubelet reads the machine); its cgroup's limits
+	// bound what it holds.
+	alloc := Amount{MilliCPU: node.Status.Allocatable.Cpu().MilliValue(), Memory: node.Status.Allocatable.Memory().Value()}.within(u.Capacity)
 	cooldownUntil, _ := time.Parse(time.RFC3339, node.Annotations[AnnotationCooldownUntil])
 	d := Decide(cfg, now, alloc, &a.peaks, cooldownUntil)
 

@@ -38,6 +38,9 @@ type node struct {
 	busy   time.Duration // the node's cumulative busy CPU
 	used   int64         // the node's memory in use
 	agent  *Agent
+	// nodeCgroup is the node's root cgroup (Config.NodeCgroup) where it
+	// is one of several on the machine; "" for the whole machine.
+	nodeCgroup string
 }
 
 const nodeName = "node-a"
@@ -56,23 +59,29 @@ func newNode(t *testing.T, tree *cgroupstest.Tree, objs ...client.Object) *node 
 func (n *node) newAgent() *Agent {
 	fsys := n.tree.FS()
 	fsys.ProcRoot = n.proc
+	cfg := DefaultConfig()
+	cfg.NodeCgroup = n.nodeCgroup
 	return NewAgent(n.client, n.events, Options{
-		NodeName: nodeName, ConfigNamespace: "weft-system", ConfigName: "weft-colocation", Defaults: DefaultConfig(),
+		NodeName: nodeName, ConfigNamespace: "weft-system", ConfigName: "weft-colocation", Defaults: cfg,
 		Profile: translator.Weft, FS: fsys, ProcRoot: n.proc, Box: &Box{FS: fsys}, NumCPU: 8,
 		Now: func() time.Time { return n.now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
 
-// writeProc writes /proc/stat and /proc/meminfo as the kernel does
-// (USER_HZ ticks of 10 ms; kB).
-func (n *node) writeProc() {
-	ticks := int64(n.busy / (10 * time.Millisecond))
+// writeProc writes the node's /proc.
+func (n *node) writeProc() { writeProc(n.t, n.proc, n.busy, n.used) }
+
+// writeProc writes /proc/stat and /proc/meminfo of a machine of 32 GiB
+// as the kernel does (USER_HZ ticks of 10 ms; kB): busy is its
+// cumulative busy CPU, used its memory in use.
+func writeProc(t *testing.T, proc string, busy time.Duration, used int64) {
+	ticks := int64(busy / (10 * time.Millisecond))
 	stat := fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 %d 0 0 100 0 0 0 0 0 0\nintr 0\nctxt 0\nbtime 1700000000\nprocesses 1\nprocs_running 1\nprocs_blocked 0\n",
 		ticks, 100000, ticks)
-	mem := fmt.Sprintf("MemTotal:       %d kB\nMemFree:         1000 kB\nMemAvailable:   %d kB\nBuffers:            0 kB\n", 32*gib>>10, (32*gib-n.used)>>10)
+	mem := fmt.Sprintf("MemTotal:       %d kB\nMemFree:         1000 kB\nMemAvailable:   %d kB\nBuffers:            0 kB\n", 32*gib>>10, (32*gib-used)>>10)
 	for name, content := range map[string]string{"stat": stat, "meminfo": mem} {
-		if err := os.WriteFile(filepath.Join(n.proc, name), []byte(content), 0o644); err != nil {
-			n.t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(proc, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

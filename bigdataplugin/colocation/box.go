@@ -3,6 +3,7 @@ package colocation
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,11 +19,14 @@ import (
 type Box struct {
 	FS *cgroups.FS
 	// Cgroup is the box's path in the hierarchy; default the kubelet's
-	// BestEffort QoS cgroup under FS's driver.
+	// BestEffort QoS cgroup as FS names it: under FS's driver, in the
+	// node's root cgroup (FS.ForNode).
 	Cgroup string
 	// Period is the CFS period of the box's quota (default 100ms).
 	Period time.Duration
-	// Cores is the node's CPU topology, for a cpuset of whole cores.
+	// Cores is the machine's CPU topology, for a cpuset of whole cores.
+	// A node that is one of several on the machine binds its box only to
+	// the cores wholly within its root cgroup's CPUs (cores).
 	Cores []procstat.Core
 	// Idle puts the box in the kernel's idle scheduling class (cpu.idle)
 	// instead of giving it the least weight: its tasks then run only
@@ -93,16 +97,49 @@ func (b *Box) Enforce(a Amount, granted int64, cpuset bool) (Limits, error) {
 	}
 	l.Memory = mem
 	if cpuset && len(b.Cores) > 0 {
-		// The whole cores the quota fills, rounded down (at least one):
-		// online work keeps the others to itself. Rounding up would share
-		// a core between both sides, which is what costs online latency
-		// when batch runs on every CPU (test/bench/colocation measured it).
-		l.CPUs = procstat.FormatCPUList(procstat.FilledCores(b.Cores, max(1, a.MilliCPU)))
-		if err := b.FS.SetCPUSetTree(path, l.CPUs); err != nil {
+		cores, err := b.cores()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("box cpuset: %w", err))
+		}
+		if len(cores) > 0 {
+			// The whole cores the quota fills, rounded down (at least
+			// one): online work keeps the others to itself. Rounding up
+			// would share a core between both sides, which is what costs
+			// online latency when batch runs on every CPU
+			// (test/bench/colocation measured it).
+			l.CPUs = procstat.FormatCPUList(procstat.FilledCores(cores, max(1, a.MilliCPU)))
+			if err := b.FS.SetCPUSetTree(path, l.CPUs); err != nil {
+				errs = append(errs, fmt.Errorf("box cpuset: %w", err))
+			}
 		}
 	}
 	return l, errors.Join(errs...)
+}
+
+// cores are the cores the box may be bound to: Cores, or for a node that
+// is one of several on the machine, those wholly within the CPUs of its
+// root cgroup — the kernel refuses (v1) or ignores (v2) a cpuset beyond
+// a parent's, and another node's CPUs are not this node's to lend. None
+// when the node's CPUs split every core: the box is then not bound.
+func (b *Box) cores() ([]procstat.Core, error) {
+	node := b.FS.NodePath()
+	if node == "." {
+		return b.Cores, nil
+	}
+	cpus, err := b.FS.EffectiveCPUs(node)
+	if errors.Is(err, cgroups.ErrUnsupported) {
+		return b.Cores, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var in []procstat.Core
+	for _, c := range b.Cores {
+		if !slices.ContainsFunc(c, func(cpu int) bool { return !slices.Contains(cpus, cpu) }) {
+			in = append(in, c)
+		}
+	}
+	return in, nil
 }
 
 // setMemory sets the box's memory limit to limit, but never below what
@@ -136,17 +173,22 @@ func (b *Box) setMemory(path string, limit, granted int64) (int64, error) {
 	return limit, b.FS.SetMemoryLimit(path, limit)
 }
 
-// Release lifts the box's limits (quota and memory unlimited, every CPU):
+// Release lifts the box's limits (quota and memory unlimited, every CPU
+// of the node):
 // batch work is then bounded only by its weight.
 func (b *Box) Release() error {
 	path := b.Path()
 	errs := []error{b.FS.SetCPUQuota(path, -1, 100*time.Millisecond), b.FS.SetMemoryLimit(path, -1)}
 	if len(b.Cores) > 0 {
+		cores, err := b.cores()
 		var all []int
-		for _, c := range b.Cores {
+		for _, c := range cores {
 			all = append(all, c...)
 		}
-		errs = append(errs, b.FS.SetCPUSetTree(path, procstat.FormatCPUList(all)))
+		errs = append(errs, err)
+		if len(all) > 0 {
+			errs = append(errs, b.FS.SetCPUSetTree(path, procstat.FormatCPUList(all)))
+		}
 	}
 	return errors.Join(errs...)
 }

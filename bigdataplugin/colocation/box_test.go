@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
 )
@@ -85,6 +86,43 @@ func TestBoxMemoryKeepsGrants(t *testing.T) {
 			}
 			if got := strings.TrimSpace(tree.Read("kubepods/besteffort", "memory.limit_in_bytes")); got != fmt.Sprint(tc.want) {
 				t.Errorf("memory.limit_in_bytes = %s, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// The box of a node of a shared machine is bound only to the whole cores
+// within its node's CPUs: a cpuset beyond the node's the kernel refuses
+// (v1) or ignores (v2), and the other cores are other nodes'. Released,
+// it gets every CPU of its node, not of the machine.
+func TestBoxOfANodeBindsOnlyItsCores(t *testing.T) {
+	for _, l := range sharedLayouts[:2] {
+		t.Run(l.name, func(t *testing.T) {
+			tree := l.tree(t, t.TempDir())
+			me := forNode(t, tree, node1)
+			tree.Add(me.NodePath(), cgroupstest.Usage{})
+			effective := map[cgroups.Version]string{cgroups.V1: "cpuset.effective_cpus", cgroups.V2: "cpuset.cpus.effective"}[tree.Version]
+			tree.Write(me.NodePath(), "cpuset.cpus", "0-1\n")
+			tree.Write(me.NodePath(), effective, "0-1\n")
+			tree.AddPod(corev1.PodQOSBestEffort, "uid", cgroupstest.Usage{}) // the machine's box: not this node's
+			tree.Add(me.PodPath(corev1.PodQOSBestEffort, "uid"), cgroupstest.Usage{})
+			box := &Box{FS: me, Cores: []procstat.Core{{0}, {1}, {2}, {3}}}
+			// 1.5 CPUs fill one whole core: the highest of the node's.
+			l, err := box.Enforce(Amount{MilliCPU: 1500, Memory: gib}, 0, true)
+			if err != nil || l.CPUs != "1" {
+				t.Errorf("cpuset %q (%v), want 1, the node's highest core", l.CPUs, err)
+			}
+			if got := tree.Read(me.QOSPath(corev1.PodQOSBestEffort), "cpuset.cpus"); got != "1" {
+				t.Errorf("box cpuset.cpus = %q, want 1", got)
+			}
+			if err := box.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if got := tree.Read(me.QOSPath(corev1.PodQOSBestEffort), "cpuset.cpus"); got != "0-1" {
+				t.Errorf("released box cpuset.cpus = %q, want the node's 0-1", got)
+			}
+			if got := tree.Read("kubepods/besteffort", "cpuset.cpus"); got != map[cgroups.Version]string{cgroups.V1: "0-3", cgroups.V2: ""}[tree.Version] {
+				t.Errorf("the machine's box cpuset.cpus = %q, written", got)
 			}
 		})
 	}

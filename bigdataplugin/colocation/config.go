@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 )
 
 // Config is how much of a node batch work may have, and when. Flags set
@@ -70,6 +72,19 @@ type Config struct {
 	// of giving it the least CPU weight (default off: see Box.Idle for
 	// why it conflicts with the kubelet).
 	CPUIdle bool `json:"cpuIdle,omitempty"`
+	// NodeCgroup is, where the node is one of several kubelets on one
+	// machine (kind-style) each in a cgroup subtree of its own, that
+	// kubelet's --cgroup-root (e.g. /weft-node-1): the node's root
+	// cgroup, relative to the hierarchies' root. The node's usage is then
+	// read from that cgroup (CPU time, working set), not from /proc, which
+	// counts every node of the machine; its capacity from the cgroup's
+	// CPU quota, CPUs and memory limit where it sets them, else the
+	// machine's; and the big box is the BestEffort QoS cgroup under it
+	// (<NodeCgroup>/kubepods/besteffort with the cgroupfs driver, named
+	// as the kubelet names it with systemd). Default "" (or "/"): the
+	// node is the whole machine. Flags only: it differs from node to
+	// node, so the cluster-wide ConfigMap cannot name it.
+	NodeCgroup string `json:"-"`
 }
 
 // Window is a time of day in which the node keeps a smaller share of its
@@ -148,6 +163,9 @@ func (c Config) Validate() error {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %s is negative", name, d))
 		}
+	}
+	if _, err := cgroups.ParseCgroupRoot(c.NodeCgroup); err != nil {
+		errs = append(errs, fmt.Errorf("node cgroup: %w", err))
 	}
 	for i, w := range c.Windows {
 		if _, _, err := w.clock(); err != nil {

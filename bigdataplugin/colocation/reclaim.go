@@ -28,8 +28,25 @@ type Usage struct {
 	// memory the working set (usage less inactive file pages, which the
 	// kernel gives back under pressure).
 	Online, Batch Amount
-	// NodeMemory is the node's memory in use (MemTotal − MemAvailable).
+	// NodeMemory is the node's memory in use: MemTotal − MemAvailable,
+	// or the working set of the node's cgroup where the node is one of
+	// several on the machine.
 	NodeMemory int64
+	// Capacity is, where the node is one of several on the machine, what
+	// its cgroup can hold (Meter.nodeCgroup); zero on a whole machine,
+	// which the Node's allocatable describes.
+	Capacity Amount
+}
+
+// within is a bounded by c, per resource where c has a bound.
+func (a Amount) within(c Amount) Amount {
+	if c.MilliCPU > 0 {
+		a.MilliCPU = min(a.MilliCPU, c.MilliCPU)
+	}
+	if c.Memory > 0 {
+		a.Memory = min(a.Memory, c.Memory)
+	}
+	return a
 }
 
 // Peaks remembers recent measurements and tells online usage at its peak

@@ -42,6 +42,7 @@ func main() {
 	runAgent := flag.Bool("colocation", true, "run the colocation agent (with --profile weft): publish reclaimable capacity as weft.io/reclaimed-*, bound the big box")
 	flag.StringVar(&coloc.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted (v1 or v2, detected)")
 	flag.StringVar(&coloc.CgroupDriver, "cgroup-driver", "cgroupfs", "the kubelet's cgroup driver: cgroupfs or systemd")
+	flag.StringVar(&d.NodeCgroup, "node-cgroup", d.NodeCgroup, "where this node is one of several kubelets on one machine, each in a cgroup subtree of its own: that kubelet's --cgroup-root (e.g. /weft-node-1), the node's root cgroup relative to the hierarchies' root; the node's use is read from it (not /proc, which counts every node), its capacity from its limits where set, and the big box is under it (<node-cgroup>/kubepods/besteffort, or the systemd driver's names for it); empty: the node is the whole machine")
 	flag.StringVar(&coloc.ProcRoot, "proc-root", "/proc", "the node's /proc")
 	flag.StringVar(&coloc.SysRoot, "sys-root", "/sys", "the node's /sys")
 	flag.StringVar(&coloc.ConfigMap, "colocation-configmap", "weft-system/weft-colocation", "namespace/name of the ConfigMap whose "+colocation.ConfigKey+" overrides these flags cluster-wide")
