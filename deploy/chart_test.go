@@ -29,7 +29,7 @@ import (
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/quota/crd"
-	"github.com/weft-sh/weft/rmfacade/server"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The Helm chart (chart/weft) is the user-facing install; deploy/base,
@@ -336,8 +336,8 @@ func TestChartCarriesTheBase(t *testing.T) {
 				case "Service":
 					sameField(t, what, b, c, "spec", "selector")
 					sameField(t, what, b, c, "spec", "ports")
-					if sel := as[corev1.Service](t, c).Spec.Selector; sel[server.LabelActive] != "true" {
-						t.Errorf("%s selects %v: not the active replica alone (%s=true)", what, sel, server.LabelActive)
+					if sel := as[corev1.Service](t, c).Spec.Selector; sel[wellknown.LabelRMActive] != "true" {
+						t.Errorf("%s selects %v: not the active replica alone (%s=true)", what, sel, wellknown.LabelRMActive)
 					}
 				case "Deployment":
 					want, got := as[appsv1.Deployment](t, b), as[appsv1.Deployment](t, c)

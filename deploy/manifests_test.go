@@ -17,8 +17,8 @@ import (
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
-	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // objects decodes every document of the YAML files matching pattern.
@@ -116,7 +116,7 @@ func TestBaseManifests(t *testing.T) {
 	if r := deployment.Spec.Replicas; r == nil || *r < 2 {
 		t.Errorf("weft-rm replicas %v, want a standby", r)
 	}
-	if service == nil || service.Spec.Selector[server.LabelActive] != "true" {
+	if service == nil || service.Spec.Selector[wellknown.LabelRMActive] != "true" {
 		t.Errorf("the weft-rm Service does not select the active replica: %v", service)
 	}
 	// The queue tree in the ConfigMap is one weft-rm accepts.

@@ -2,7 +2,6 @@ package translator
 
 import (
 	"fmt"
-	"github.com/weft-sh/weft/protos/yarn/records"
 	"regexp"
 	"sort"
 	"strconv"
@@ -11,45 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Labels on every pod Weft makes, so kubectl shows the YARN view:
-// `kubectl get pods -l weft.io/app=application_..._0001 -L weft.io/tier`.
-const (
-	LabelApp       = "weft.io/app"
-	LabelAttempt   = "weft.io/attempt"
-	LabelContainer = "weft.io/container"
-	LabelTier      = "weft.io/tier"
-	LabelQueue     = "weft.io/queue"
-	LabelUser      = "weft.io/user"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelRM names the ResourceManager (its cluster id) whose application
-	// a pod runs: each RM manages only its own pods, so several can share
-	// a namespace.
-	LabelRM = "weft.io/rm"
-)
-
-// The tidal controller's taint (scheduler/tide) on the nodes it lends:
-// while a node is lent to batch work (Offline) its value is
-// TideTaintOffline, which every pod Weft makes tolerates; in the
-// intermediate states it is another value, which none does.
-const (
-	TideTaintKey     = "weft.io/tide"
-	TideTaintOffline = "offline"
-	// TideStateLabel is the node's state in the tide; TideStateOffline
-	// that of a node lent whole to batch work.
-	TideStateLabel   = "weft.io/tide-state"
-	TideStateOffline = "Offline"
-	// TideStateToOnline is that of a node being taken back from batch
-	// work; TideNoticeDeadline (RFC 3339) is when the batch work still on
-	// it is ended.
-	TideStateToOnline  = "OfflineToOnline"
-	TideNoticeDeadline = "weft.io/tide-notice-deadline"
+	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // BatchTolerations are the tolerations of every pod Weft makes: nodes
-// lent whole to batch work take them.
-var BatchTolerations = []corev1.Toleration{{Key: TideTaintKey, Operator: corev1.TolerationOpEqual, Value: TideTaintOffline, Effect: corev1.TaintEffectNoSchedule}}
+// lent whole to batch work (the tide's Offline nodes) take them.
+var BatchTolerations = []corev1.Toleration{{Key: wellknown.TaintTide, Operator: corev1.TolerationOpEqual, Value: wellknown.TaintTideOffline,
+	Effect: corev1.TaintEffectNoSchedule}}
 
 // Paths inside every container pod, laid out as a NodeManager lays out a
 // container's directories.
@@ -153,13 +122,13 @@ func (p Profile) Pod(c ContainerSpec) (*corev1.Pod, error) {
 	} else {
 		res[p.CPU] = *resource.NewMilliQuantity(int64(c.VCores)*p.VCoreMilli(), resource.DecimalSI)
 	}
-	labels := map[string]string{LabelApp: c.App, LabelContainer: c.Container, LabelTier: c.Tier.String(),
-		LabelQueue: labelValue(c.Queue), LabelUser: labelValue(c.User), LabelManagedBy: "weft"}
+	labels := map[string]string{wellknown.LabelApp: c.App, wellknown.LabelContainer: c.Container, wellknown.LabelTier: c.Tier.String(),
+		wellknown.LabelQueue: labelValue(c.Queue), wellknown.LabelUser: labelValue(c.User), wellknown.LabelManagedBy: wellknown.ManagedByWeft}
 	if c.Attempt != "" {
-		labels[LabelAttempt] = c.Attempt
+		labels[wellknown.LabelAttempt] = c.Attempt
 	}
 	if c.RM != "" {
-		labels[LabelRM] = labelValue(c.RM)
+		labels[wellknown.LabelRM] = labelValue(c.RM)
 	}
 	for k, v := range p.Labels {
 		labels[k] = v
@@ -330,19 +299,20 @@ func labelValue(s string) string {
 }
 
 // ContainerOf returns the YARN container a pod runs, when it is one of
-// the containers of the RM named rm (LabelRM, LabelContainer).
+// the containers of the RM named rm (wellknown.LabelRM,
+// wellknown.LabelContainer).
 func ContainerOf(p *corev1.Pod, rm string) (records.ContainerID, bool) {
-	if p.Labels[LabelRM] != labelValue(rm) {
+	if p.Labels[wellknown.LabelRM] != labelValue(rm) {
 		return records.ContainerID{}, false
 	}
-	id, err := records.ParseContainerID(p.Labels[LabelContainer])
+	id, err := records.ParseContainerID(p.Labels[wellknown.LabelContainer])
 	return id, err == nil
 }
 
 // PodTier is the tier a pod's label names; zero (unknown) for none or
 // another name.
 func PodTier(p *corev1.Pod) records.Tier {
-	t, _ := records.ParseTier(p.Labels[LabelTier])
+	t, _ := wellknown.TierOf(p.Labels)
 	return t
 }
 
@@ -411,5 +381,5 @@ func disruption(pod *corev1.Pod) *corev1.PodCondition {
 
 // Selector selects the pods of one ResourceManager's applications.
 func Selector(rm string) string {
-	return LabelManagedBy + "=weft," + LabelRM + "=" + labelValue(rm)
+	return wellknown.LabelManagedBy + "=" + wellknown.ManagedByWeft + "," + wellknown.LabelRM + "=" + labelValue(rm)
 }

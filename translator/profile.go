@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Profile says how reclaimed resources and QoS are spelled for the
@@ -58,14 +59,6 @@ type Profile struct {
 	Priorities map[records.Tier]int32
 }
 
-// Weft's reclaimed resources, as its node agent publishes them.
-const (
-	ReclaimedCPU    corev1.ResourceName = "weft.io/reclaimed-cpu"
-	ReclaimedMemory corev1.ResourceName = "weft.io/reclaimed-memory"
-	// AnnotationReclaimedAt is the agent's heartbeat on its Node.
-	AnnotationReclaimedAt = "weft.io/reclaimed-at"
-)
-
 // Built-in profiles.
 var (
 	// Katalyst reads reclaimed capacity from CNR and reclaimed_cores QoS
@@ -92,8 +85,8 @@ var (
 	// is BestEffort: kubelet puts every one under kubepods/besteffort,
 	// the big box whose limits the agent keeps at the reclaimable amount.
 	Weft = Profile{
-		Name: "weft", CPU: ReclaimedCPU, CPUMilli: true, Memory: ReclaimedMemory,
-		CapacityHeartbeat: AnnotationReclaimedAt,
+		Name: "weft", CPU: wellknown.ReclaimedCPU, CPUMilli: true, Memory: wellknown.ReclaimedMemory,
+		CapacityHeartbeat: wellknown.AnnotationReclaimedAt,
 		Priorities:        map[records.Tier]int32{records.TierHigh: -1000, records.TierMedium: -2000, records.TierLow: -3000},
 	}
 	// Plain requests cpu and memory, for clusters without a colocation

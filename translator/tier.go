@@ -6,28 +6,13 @@ import (
 	"strings"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
-// Application tags that steer tiers. YARN lowercases tags, so these are
-// lowercase; a client sets them with e.g. `-Dmapreduce.job.tags=` or
-// `spark.yarn.tags` — no client code changes.
-const (
-	// TagMinWorkers declares how many of the job's worker containers are
-	// its minimum: "weft.min-workers=4".
-	TagMinWorkers = "weft.min-workers="
-	// TagHighPriorities lists the YARN request priorities whose containers
-	// are parameter servers or coordinators: "weft.high-priorities=1,2".
-	TagHighPriorities = "weft.high-priorities="
-	// TagMaxWorkers declares the most worker containers the job will run
-	// (Spark's spark.dynamicAllocation.maxExecutors, say):
-	// "weft.max-workers=40". The queue holds quota for it as it scales.
-	TagMaxWorkers = "weft.max-workers="
-)
-
-// MaxWorkers reads TagMaxWorkers from an application's tags.
+// MaxWorkers reads wellknown.TagMaxWorkers from an application's tags.
 func MaxWorkers(tags []string) (int, bool) {
 	for _, t := range tags {
-		if v, ok := strings.CutPrefix(t, TagMaxWorkers); ok {
+		if v, ok := strings.CutPrefix(t, wellknown.TagMaxWorkers); ok {
 			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 				return n, true
 			}
@@ -72,12 +57,12 @@ func (p TierPolicy) Tier(c Container, tags []string) records.Tier {
 	}
 	minWorkers, high := p.DefaultMinWorkers, p.HighPriorities
 	for _, t := range tags {
-		if v, ok := strings.CutPrefix(t, TagMinWorkers); ok {
+		if v, ok := strings.CutPrefix(t, wellknown.TagMinWorkers); ok {
 			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 				minWorkers = n
 			}
 		}
-		if v, ok := strings.CutPrefix(t, TagHighPriorities); ok {
+		if v, ok := strings.CutPrefix(t, wellknown.TagHighPriorities); ok {
 			high = nil
 			for _, s := range strings.Split(v, ",") {
 				if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32); err == nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 func TestTierPolicy(t *testing.T) {
@@ -103,8 +104,8 @@ func TestPodPerProfile(t *testing.T) {
 			if *pod.Spec.Priority != tc.wantPriority || pod.Spec.PriorityClassName != "weft-low" {
 				t.Errorf("priority %d %s", *pod.Spec.Priority, pod.Spec.PriorityClassName)
 			}
-			for k, want := range map[string]string{LabelApp: "application_1700000000000_0001", LabelTier: "low", LabelQueue: "root.etl",
-				LabelUser: "alice_EXAMPLE", LabelContainer: "container_1700000000000_0001_01_000002"} {
+			for k, want := range map[string]string{wellknown.LabelApp: "application_1700000000000_0001", wellknown.LabelTier: "low", wellknown.LabelQueue: "root.etl",
+				wellknown.LabelUser: "alice_EXAMPLE", wellknown.LabelContainer: "container_1700000000000_0001_01_000002"} {
 				if pod.Labels[k] != want {
 					t.Errorf("label %s = %q, want %q", k, pod.Labels[k], want)
 				}

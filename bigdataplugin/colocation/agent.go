@@ -27,14 +27,7 @@ import (
 
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/translator"
-)
-
-// Annotations the agent keeps on its Node, so that a restarted agent
-// carries on where the last one stopped.
-const (
-	// AnnotationCooldownUntil is when the node takes new batch work again
-	// after an eviction (RFC 3339).
-	AnnotationCooldownUntil = "weft.io/colocation-cooldown-until"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Reasons of the Events and the DisruptionTarget condition the agent
@@ -74,7 +67,7 @@ type Options struct {
 	// NumCPU is the machine's online CPUs.
 	NumCPU int
 	// HeartbeatInterval is how often the agent tells that its published
-	// numbers are current (translator.AnnotationReclaimedAt; default 20s),
+	// numbers are current (wellknown.AnnotationReclaimedAt; default 20s),
 	// well within weft-rm's --capacity-stale-after.
 	HeartbeatInterval time.Duration
 	// Now is the clock (time.Now).
@@ -205,7 +198,7 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{RequeueAfter: interval}, nil
 	}
 	interval = cfg.Interval.Duration
-	if node.Labels[translator.TideStateLabel] == translator.TideStateOffline {
+	if s, _ := wellknown.TideStateOf(node.Labels); s == wellknown.TideOffline {
 		cfg = cfg.LentWhole()
 	}
 	batch, err := a.batchPods(ctx)
@@ -231,7 +224,7 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	// allocatable (the kubelet reads the machine); its cgroup's limits
 	// bound what it holds.
 	alloc := Amount{MilliCPU: node.Status.Allocatable.Cpu().MilliValue(), Memory: node.Status.Allocatable.Memory().Value()}.within(u.Capacity)
-	cooldownUntil, _ := time.Parse(time.RFC3339, node.Annotations[AnnotationCooldownUntil])
+	cooldownUntil, _ := wellknown.ParseTime(node.Annotations[wellknown.AnnotationColocationCooldownUntil])
 	d := Decide(cfg, now, alloc, &a.peaks, cooldownUntil)
 
 	// held is what the node's batch pods were granted (their requests).
@@ -254,7 +247,7 @@ func (a *Agent) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	if n := a.evict(ctx, &node, now, d, batch, perPod); n > 0 {
 		cooldownUntil = now.Add(cfg.Cooldown.Duration)
 		d.Offer, d.Why = Amount{}, "cooling down after an eviction"
-		node.Annotations = setAnnotation(node.Annotations, AnnotationCooldownUntil, cooldownUntil.UTC().Format(time.RFC3339))
+		node.Annotations = setAnnotation(node.Annotations, wellknown.AnnotationColocationCooldownUntil, wellknown.FormatTime(cooldownUntil))
 		a.lastHeartbeat = time.Time{} // write the cooldown now
 	}
 	if a.problem != "" {
@@ -436,7 +429,7 @@ func (a *Agent) blind(ctx context.Context, node *corev1.Node, now time.Time, rea
 // alone when a node's resource is updated below what they hold.
 //
 // A fall reaches weft-rm first: the allocatable keeps what it shows for
-// Config.LowerAfter while translator.AnnotationLowering carries the new
+// Config.LowerAfter while wellknown.AnnotationReclaimedLowering carries the new
 // number, by which weft-rm stops granting at once; the containers it
 // granted before become pods meanwhile, and the allocatable then falls to
 // what is offered or they request. Blind (u nil), it falls at once: fail
@@ -456,7 +449,7 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 		}
 		if now.Sub(a.loweringSince) < cfg.LowerAfter.Duration {
 			write = Amount{MilliCPU: max(value.MilliCPU, shown.MilliCPU), Memory: max(value.Memory, shown.Memory)}
-			lowering = translator.Lowering{MilliCPU: value.MilliCPU, Memory: value.Memory}.String()
+			lowering = wellknown.Lowering{MilliCPU: value.MilliCPU, Memory: value.Memory}.String()
 		} else {
 			a.loweringSince = time.Time{}
 		}
@@ -486,14 +479,14 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 	if now.Sub(a.lastHeartbeat) < a.opts.HeartbeatInterval {
 		return
 	}
-	ann := map[string]any{translator.AnnotationReclaimedAt: now.UTC().Format(time.RFC3339), translator.AnnotationUtilization: nil}
+	ann := map[string]any{wellknown.AnnotationReclaimedAt: wellknown.FormatTime(now), wellknown.AnnotationNodeUtilization: nil}
 	if u != nil {
-		ann[translator.AnnotationUtilization] = translator.NodeUtilization{At: u.At.UTC(),
+		ann[wellknown.AnnotationNodeUtilization] = wellknown.NodeUtilization{At: u.At.UTC(),
 			NodeMilliCPU: u.Online.MilliCPU + u.Batch.MilliCPU, NodeMemory: u.NodeMemory,
 			BatchMilliCPU: u.Batch.MilliCPU, BatchMemory: u.Batch.Memory}.String()
 	}
 	if !cooldownUntil.IsZero() {
-		ann[AnnotationCooldownUntil] = cooldownUntil.UTC().Format(time.RFC3339)
+		ann[wellknown.AnnotationColocationCooldownUntil] = wellknown.FormatTime(cooldownUntil)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err := a.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -504,17 +497,17 @@ func (a *Agent) publish(ctx context.Context, node *corev1.Node, now time.Time, o
 	a.lastHeartbeat = now
 }
 
-// annotate sets translator.AnnotationLowering on node to v, or removes
+// annotate sets wellknown.AnnotationReclaimedLowering on node to v, or removes
 // it for "", unless it is so already.
 func (a *Agent) annotate(ctx context.Context, node *corev1.Node, v string) {
-	if node.Annotations[translator.AnnotationLowering] == v {
+	if node.Annotations[wellknown.AnnotationReclaimedLowering] == v {
 		return
 	}
 	var val any
 	if v != "" {
 		val = v
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{translator.AnnotationLowering: val}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{wellknown.AnnotationReclaimedLowering: val}}})
 	if err := a.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		a.opts.Logger.Error("colocation: publish a falling reclaimable capacity", "err", err)
 		a.opts.Metrics.Errors.WithLabelValues("publish").Inc()

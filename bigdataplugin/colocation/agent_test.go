@@ -24,6 +24,7 @@ import (
 	"github.com/weft-sh/weft/bigdataplugin/cgroups/cgroupstest"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // node is a fake node: its cgroups in the kernel's formats, its /proc,
@@ -110,19 +111,19 @@ func (n *node) node() *corev1.Node {
 // published is what the Node offers batch work.
 func (n *node) published() (milli, bytes int64, ok bool) {
 	kn := n.node()
-	c, ok := kn.Status.Allocatable[translator.ReclaimedCPU]
-	m := kn.Status.Allocatable[translator.ReclaimedMemory]
+	c, ok := kn.Status.Allocatable[wellknown.ReclaimedCPU]
+	m := kn.Status.Allocatable[wellknown.ReclaimedMemory]
 	return c.Value(), m.Value(), ok
 }
 
 // lowering is the fall the agent told weft-rm of ahead of the
-// allocatable (translator.AnnotationLowering), if any.
-func (n *node) lowering() (translator.Lowering, bool) {
-	v, ok := n.node().Annotations[translator.AnnotationLowering]
+// allocatable (wellknown.AnnotationReclaimedLowering), if any.
+func (n *node) lowering() (wellknown.Lowering, bool) {
+	v, ok := n.node().Annotations[wellknown.AnnotationReclaimedLowering]
 	if !ok {
-		return translator.Lowering{}, false
+		return wellknown.Lowering{}, false
 	}
-	l, err := translator.ParseLowering(v)
+	l, err := wellknown.ParseLowering(v)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -143,8 +144,8 @@ func (n *node) event(reason string) string {
 }
 
 func newBatchPod(name, uid string, tier records.Tier, cpu, mem string, started time.Time, containerID string) *corev1.Pod {
-	res := corev1.ResourceList{translator.ReclaimedCPU: resource.MustParse(cpu), translator.ReclaimedMemory: resource.MustParse(mem)}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs", UID: types.UID(uid), Labels: map[string]string{translator.LabelTier: tier.String()}},
+	res := corev1.ResourceList{wellknown.ReclaimedCPU: resource.MustParse(cpu), wellknown.ReclaimedMemory: resource.MustParse(mem)}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs", UID: types.UID(uid), Labels: map[string]string{wellknown.LabelTier: tier.String()}},
 		Spec:   corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBestEffort, StartTime: &metav1.Time{Time: started}}}
 	if containerID != "" {
@@ -190,12 +191,12 @@ func TestAgentMeasuresEnforcesPublishes(t *testing.T) {
 			if c, m, _ := n.published(); c != 4900 || m != wantMem {
 				t.Errorf("published %dm %d bytes, want 4900m %d", c, m, wantMem)
 			}
-			if n.node().Annotations[translator.AnnotationReclaimedAt] == "" {
+			if n.node().Annotations[wellknown.AnnotationReclaimedAt] == "" {
 				t.Error("no heartbeat")
 			}
 			// With the heartbeat, the measurement, for the RM's nodes view.
-			u, err := translator.ParseNodeUtilization(n.node().Annotations[translator.AnnotationUtilization])
-			if want := (translator.NodeUtilization{At: u.At, NodeMilliCPU: 2000, NodeMemory: 8 * gib, BatchMilliCPU: 500, BatchMemory: gib}); err != nil || u != want || u.At.IsZero() {
+			u, err := wellknown.ParseNodeUtilization(n.node().Annotations[wellknown.AnnotationNodeUtilization])
+			if want := (wellknown.NodeUtilization{At: u.At, NodeMilliCPU: 2000, NodeMemory: 8 * gib, BatchMilliCPU: 500, BatchMemory: gib}); err != nil || u != want || u.At.IsZero() {
 				t.Errorf("utilization %+v (%v), want %+v", u, err, want)
 			}
 			fs := tree.FS()
@@ -341,7 +342,7 @@ func TestAgentEvictsUnderMemoryPressure(t *testing.T) {
 	if e := n.event(ReasonEvicted); e == "" {
 		t.Error("no Event for the eviction")
 	}
-	until := n.node().Annotations[AnnotationCooldownUntil]
+	until := n.node().Annotations[wellknown.AnnotationColocationCooldownUntil]
 	if at, err := time.Parse(time.RFC3339, until); err != nil || !at.After(n.now) {
 		t.Errorf("cooldown until %q", until)
 	}
@@ -385,7 +386,7 @@ func TestAgentFailSafe(t *testing.T) {
 		t.Fatal("nothing offered on a quiet node")
 	}
 	quota, _, _ := tree.FS().CPUQuota("kubepods/besteffort")
-	if _, ok := n.node().Annotations[translator.AnnotationUtilization]; !ok {
+	if _, ok := n.node().Annotations[wellknown.AnnotationNodeUtilization]; !ok {
 		t.Error("no measurement on the Node")
 	}
 
@@ -395,7 +396,7 @@ func TestAgentFailSafe(t *testing.T) {
 	if c, m, _ := n.published(); c != 0 || m != 0 {
 		t.Errorf("blind agent offers %dm %d bytes", c, m)
 	}
-	if u, ok := n.node().Annotations[translator.AnnotationUtilization]; ok {
+	if u, ok := n.node().Annotations[wellknown.AnnotationNodeUtilization]; ok {
 		t.Errorf("blind agent left its last measurement on the Node: %s", u)
 	}
 	if e := n.event(ReasonBlind); !strings.Contains(e, "meminfo") {
@@ -451,7 +452,7 @@ func TestAgentOnLentNode(t *testing.T) {
 	tree.Add("kubepods/besteffort", cgroupstest.Usage{})
 	n := newNode(t, tree)
 	kn := n.node()
-	kn.Labels = map[string]string{translator.TideStateLabel: translator.TideStateOffline}
+	kn.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOffline)}
 	if err := n.client.Update(context.Background(), kn); err != nil {
 		t.Fatal(err)
 	}

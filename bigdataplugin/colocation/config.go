@@ -43,7 +43,7 @@ type Config struct {
 	Hysteresis float64 `json:"hysteresisPercent,omitempty"`
 	// LowerAfter is how long the Node's allocatable keeps a number that
 	// has fallen, while Weft's RM is told the new one at once
-	// (translator.AnnotationLowering) (default 10s): the containers it
+	// (wellknown.AnnotationReclaimedLowering) (default 10s): the containers it
 	// granted by the old number become pods within an AM's heartbeat
 	// (MapReduce's 1 s, Spark's 3 s) and the node plugin's start, and the
 	// kubelet admits them by the allocatable as it is when they arrive.

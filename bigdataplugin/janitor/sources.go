@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // RMWeb asks the ResourceManager's REST API
@@ -90,7 +90,7 @@ type KubePods struct {
 // AppsOnNode implements Pods.
 func (k KubePods) AppsOnNode(ctx context.Context) (map[string]bool, error) {
 	list, err := k.Client.CoreV1().Pods(k.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: translator.LabelApp,
+		LabelSelector: wellknown.LabelApp,
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", k.Node).String(),
 	})
 	if err != nil {
@@ -98,7 +98,7 @@ func (k KubePods) AppsOnNode(ctx context.Context) (map[string]bool, error) {
 	}
 	apps := map[string]bool{}
 	for _, p := range list.Items {
-		apps[p.Labels[translator.LabelApp]] = true
+		apps[p.Labels[wellknown.LabelApp]] = true
 	}
 	return apps, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Protocol is the name AMs give the protocol in each call.
@@ -163,8 +164,8 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 		tokenFile = b
 	}
 	owner := s.amPodOwner(ctx, g.Container.Attempt)
-	labels := map[string]string{translator.LabelApp: g.Container.Attempt.App.String(), translator.LabelContainer: g.Container.String(),
-		translator.LabelManagedBy: "weft", translator.LabelRM: s.opts.ClusterID}
+	labels := map[string]string{wellknown.LabelApp: g.Container.Attempt.App.String(), wellknown.LabelContainer: g.Container.String(),
+		wellknown.LabelManagedBy: wellknown.ManagedByWeft, wellknown.LabelRM: s.opts.ClusterID}
 	secret, local, err := translator.LaunchSecret(translator.SecretName(g.Container.String()), s.opts.Namespace, labels, tokenFile, clc)
 	if err != nil {
 		return err

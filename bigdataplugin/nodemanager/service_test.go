@@ -19,6 +19,7 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 var (
@@ -101,7 +102,7 @@ func TestStartStatusStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.NodeName != "node-a" || pod.Labels[translator.LabelTier] != "low" || pod.Labels[translator.LabelQueue] != "root.default" ||
+	if pod.Spec.NodeName != "node-a" || pod.Labels[wellknown.LabelTier] != "low" || pod.Labels[wellknown.LabelQueue] != "root.default" ||
 		len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "am-uid" || len(pod.Spec.InitContainers) != 1 || !pod.Spec.HostNetwork {
 		t.Errorf("pod %+v", pod)
 	}

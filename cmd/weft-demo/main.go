@@ -33,6 +33,7 @@ import (
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 const (
@@ -312,7 +313,7 @@ func watch(ctx context.Context, cluster *kube.Cluster) {
 				state := string(p.Status.Phase)
 				if seen[p.Name] != state {
 					seen[p.Name] = state
-					fmt.Printf("   pod %-45s tier=%-6s %s\n", p.Name, p.Labels["weft.io/tier"], state)
+					fmt.Printf("   pod %-45s tier=%-6s %s\n", p.Name, p.Labels[wellknown.LabelTier], state)
 				}
 			}
 		}

@@ -70,7 +70,7 @@ func main() {
 	flag.DurationVar(&ha.LeaseDuration, "ha-lease-duration", 5*time.Second, "how long a standby waits on a silent active before taking over")
 	flag.DurationVar(&ha.RenewDeadline, "ha-renew-deadline", 3*time.Second, "how long the active tries to renew its Lease before it stops writing and exits")
 	flag.DurationVar(&ha.RetryPeriod, "ha-retry-period", 500*time.Millisecond, "how often replicas try the Lease")
-	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled "+server.LabelActive+"=true while active, for the Service to select")
+	flag.StringVar(&ha.Pod, "ha-pod", "", "namespace/name of this replica's pod: labelled weft.io/rm-active=true while active, for the Service to select")
 	gcPct := flag.Int("gc-percent", defaultGCPercent, "Go's GOGC for weft-rm: collect when the heap has grown by this percentage of what is live (negative: never; the GOGC environment variable applies when this flag is not given and it is set)")
 	gcFloor := flag.String("gc-heap-floor", defaultHeapFloor, "while the Go heap is under this quantity, weft-rm collects when it reaches it (GOGC raised, to at most 500) instead of at --gc-percent: less CPU collecting in a small cluster; at most half of --memory-limit; 0: none")
 	memLimit := flag.String("memory-limit", "", "soft memory limit of the Go runtime (as GOMEMLIMIT, which applies when this is empty): a quantity such as 400Mi, or a percentage such as 90% of the container's memory limit (cgroup v2 memory.max); empty: none")

@@ -31,6 +31,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/objects"
 	schedstate "github.com/weft-sh/weft/scheduler/state"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Options configures an Allocator.
@@ -60,11 +61,11 @@ type Options struct {
 	// Pods, when set, are the pods that name Weft's scheduler: AM pods
 	// (placed as their attempt's high-tier request in the same cycle as
 	// the AMs' asks) and any other pod (placed by its labels, see
-	// LabelQueue). Without it, nothing binds pods.
+	// wellknown.LabelQueue). Without it, nothing binds pods.
 	Pods PodSource
 	// Profile reads pods' requests (Pods).
 	Profile translator.Profile
-	// ClusterID is this RM's name on its pods (translator.LabelRM).
+	// ClusterID is this RM's name on its pods (wellknown.LabelRM).
 	ClusterID string
 	// Nodes, when set, gives the Kubernetes nodes, whose labels and taints
 	// decide where pods may go; without it every node takes every pod.
@@ -662,12 +663,12 @@ func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes
 		return nil
 	}
 	deadlines := map[string]time.Time{}
-	for _, kn := range a.opts.Nodes.KubeNodesInTideState(translator.TideStateToOnline) {
+	for _, kn := range a.opts.Nodes.KubeNodesInTideState(wellknown.TideOfflineToOnline) {
 		n := nodes.byHost[kn.Name]
 		if n == nil {
 			continue
 		}
-		if t, err := time.Parse(time.RFC3339, kn.Annotations[translator.TideNoticeDeadline]); err == nil {
+		if t, err := wellknown.ParseTime(kn.Annotations[wellknown.AnnotationTideNoticeDeadline]); err == nil {
 			deadlines[n.ID] = t
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // NodeSource gives the Kubernetes node behind an RM node's host
@@ -19,8 +20,8 @@ import (
 type NodeSource interface {
 	KubeNode(name string) (*corev1.Node, bool)
 	// KubeNodesInTideState returns the nodes whose state in the tide
-	// (translator.TideStateLabel) is state.
-	KubeNodesInTideState(state string) []*corev1.Node
+	// (wellknown.LabelTideState) is state.
+	KubeNodesInTideState(state wellknown.TideState) []*corev1.Node
 	// PlacementVersion changes after a node is added or removed or its
 	// labels or taints change, once KubeNode shows the change.
 	PlacementVersion() uint64

@@ -12,6 +12,7 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // versionedNodes are Kubernetes nodes whose version a test moves when it
@@ -27,8 +28,8 @@ func (v *versionedNodes) KubeNode(name string) (*corev1.Node, bool) {
 	n, ok := v.nodes[name]
 	return n, ok
 }
-func (v *versionedNodes) KubeNodesInTideState(string) []*corev1.Node { return nil }
-func (v *versionedNodes) PlacementVersion() uint64                   { return v.version }
+func (v *versionedNodes) KubeNodesInTideState(wellknown.TideState) []*corev1.Node { return nil }
+func (v *versionedNodes) PlacementVersion() uint64                                { return v.version }
 
 // Where YARN containers may go is evaluated over the nodes once, and again
 // only when the RM's nodes or the Kubernetes nodes' placement version move:

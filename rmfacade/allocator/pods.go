@@ -17,6 +17,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	schedstate "github.com/weft-sh/weft/scheduler/state"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // PodSource is the Kubernetes side of a cycle (podbinder.Binder): the
@@ -39,17 +40,6 @@ type PodSource interface {
 	// notice is Kubernetes' own: SIGTERM, then grace before SIGKILL.
 	Preempt(ctx context.Context, pod *corev1.Pod, grace time.Duration) error
 }
-
-// Labels that place a pod that is not a YARN container: its queue (full
-// path or leaf name, default root.default), its job (pods with the same
-// value form one application and one gang; default the pod alone) and its
-// tier (high, medium or low; default medium, the pod being its own job's
-// minimum).
-const (
-	LabelQueue = translator.LabelQueue
-	LabelApp   = translator.LabelApp
-	LabelTier  = translator.LabelTier
-)
 
 // podPrefix starts the scheduler ids of pods, as distinct from YARN
 // container ids.
@@ -443,19 +433,19 @@ func (a *Allocator) chargeOthers(w *schedstate.Txn, node string, r quota.Resourc
 // created in its queue if this is the application's first pod, and returns
 // the application's id and queue and the pod's tier.
 func (a *Allocator) podApp(w *schedstate.Txn, p *corev1.Pod) (id, queue string, tier records.Tier, err error) {
-	qname := p.Labels[LabelQueue]
+	qname := p.Labels[wellknown.LabelQueue]
 	if qname == "" {
 		qname = "root.default"
 	}
 	q, ok := a.mgr.Queues().Queue(qname)
 	if !ok {
-		return "", "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, LabelQueue)
+		return "", "", 0, fmt.Errorf("queue %q (label %s) does not exist", qname, wellknown.LabelQueue)
 	}
 	tier = records.TierMedium
-	if p.Labels[LabelTier] != "" {
+	if p.Labels[wellknown.LabelTier] != "" {
 		tier = cmp.Or(translator.PodTier(p), records.TierLow)
 	}
-	job := p.Labels[LabelApp]
+	job := p.Labels[wellknown.LabelApp]
 	if job == "" {
 		job = p.Name
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // midCycle is the Kubernetes node lister of a cycle during which the RM
@@ -28,8 +29,8 @@ type midCycle struct {
 }
 
 // No node is in the tide; the Kubernetes nodes never change.
-func (m *midCycle) KubeNodesInTideState(string) []*corev1.Node { return nil }
-func (m *midCycle) PlacementVersion() uint64                   { return 0 }
+func (m *midCycle) KubeNodesInTideState(wellknown.TideState) []*corev1.Node { return nil }
+func (m *midCycle) PlacementVersion() uint64                                { return 0 }
 
 func (m *midCycle) KubeNode(name string) (*corev1.Node, bool) {
 	if m.after--; m.after < 0 && m.write != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/podbinder/podbindertest"
 	schedstate "github.com/weft-sh/weft/scheduler/state"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The view kept from cycle to cycle by the RM store's changes must be,
@@ -188,11 +189,11 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 			labels := map[string]string{}
 			switch rng.IntN(4) {
 			case 0:
-				labels[LabelQueue] = "root.a"
+				labels[wellknown.LabelQueue] = "root.a"
 			case 1:
-				labels[LabelQueue], labels[LabelApp] = "b", "job"+fmt.Sprint(rng.IntN(3))
+				labels[wellknown.LabelQueue], labels[wellknown.LabelApp] = "b", "job"+fmt.Sprint(rng.IntN(3))
 			case 2:
-				labels[LabelQueue] = "gone" // refused; if placed, charged to its node
+				labels[wellknown.LabelQueue] = "gone" // refused; if placed, charged to its node
 			}
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", rng.Int()), Namespace: "batch", Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -216,11 +217,11 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 					// A job whose pods name different queues is in the queue of
 					// whichever pod came first, in a rebuild as in the kept
 					// view: only a pod that is its own job moves.
-					if p.Labels[LabelApp] == "" {
-						p.Labels[LabelQueue] = []string{"root.a", "b", "gone"}[rng.IntN(3)]
+					if p.Labels[wellknown.LabelApp] == "" {
+						p.Labels[wellknown.LabelQueue] = []string{"root.a", "b", "gone"}[rng.IntN(3)]
 					}
 				case 1:
-					p.Labels[LabelTier] = []string{"low", "high", ""}[rng.IntN(3)]
+					p.Labels[wellknown.LabelTier] = []string{"low", "high", ""}[rng.IntN(3)]
 				case 2:
 					p.Status.Phase = corev1.PodRunning // kubelet's: nothing the view reads
 				default:
@@ -253,7 +254,7 @@ func checkViewAgainstRebuild(t *testing.T, seed uint64, steps int) {
 			attempts = append(attempts, at)
 			cid := records.ContainerID{Attempt: at, ID: 1}
 			pods.add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "am-" + cid.String(), Namespace: "batch",
-				Labels: map[string]string{translator.LabelRM: "weft", translator.LabelContainer: cid.String()}},
+				Labels: map[string]string{wellknown.LabelRM: "weft", wellknown.LabelContainer: cid.String()}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "am"}}}})
 			return nil
 		}},
@@ -566,7 +567,7 @@ func TestUnchangedPodsKept(t *testing.T) {
 	pods := &podsAtBoundary{}
 	for i := range 4 {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p", i), Namespace: "batch", ResourceVersion: "1",
-			Labels: map[string]string{LabelApp: "job"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+			Labels: map[string]string{wellknown.LabelApp: "job"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 		if i > 0 {
 			p.Spec.NodeName = "n1"
 		}
@@ -595,7 +596,7 @@ func TestUnchangedPodsKept(t *testing.T) {
 	// reads changed (kubelet's status, say).
 	pods.mu.Lock()
 	changed := pods.pods[2].DeepCopy()
-	changed.ResourceVersion, changed.Labels[LabelTier] = "2", "low"
+	changed.ResourceVersion, changed.Labels[wellknown.LabelTier] = "2", "low"
 	pods.pods[2] = changed
 	status := pods.pods[3].DeepCopy()
 	status.ResourceVersion, status.Status.Phase = "2", corev1.PodRunning

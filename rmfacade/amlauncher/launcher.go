@@ -34,6 +34,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // AMTokens issues the AMRMToken an AM authenticates with.
@@ -271,8 +272,8 @@ func (l *Launcher) launch(ctx context.Context, app *records.Application, attempt
 		env[kv.GetKey()] = kv.GetValue()
 	}
 	secret, local, err := translator.LaunchSecret(secretName(container), l.opts.Namespace, map[string]string{
-		translator.LabelApp: app.ID.String(), translator.LabelContainer: container.String(), translator.LabelManagedBy: "weft",
-		translator.LabelRM: l.opts.ClusterID}, tokenFile, clc)
+		wellknown.LabelApp: app.ID.String(), wellknown.LabelContainer: container.String(), wellknown.LabelManagedBy: wellknown.ManagedByWeft,
+		wellknown.LabelRM: l.opts.ClusterID}, tokenFile, clc)
 	if err != nil {
 		return fmt.Errorf("launch secret of %s: %w", container, err)
 	}

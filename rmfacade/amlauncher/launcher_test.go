@@ -25,6 +25,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/storesource/storesourcetest"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/credentials"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // newManager returns a Manager over a store of its own and the default
@@ -121,8 +122,8 @@ func TestLaunchAM(t *testing.T) {
 	}
 	pod := pods[0]
 	container := records.ContainerID{Attempt: records.AttemptID{App: managed, ID: 1}, ID: 1}
-	if pod.Name != translator.PodName(container.String()) || pod.Labels[translator.LabelTier] != "high" ||
-		pod.Labels[translator.LabelApp] != managed.String() || pod.Spec.PriorityClassName != "weft-high" ||
+	if pod.Name != translator.PodName(container.String()) || pod.Labels[wellknown.LabelTier] != "high" ||
+		pod.Labels[wellknown.LabelApp] != managed.String() || pod.Spec.PriorityClassName != "weft-high" ||
 		pod.Spec.SchedulerName != "weft-scheduler" || pod.Annotations["katalyst.kubewharf.io/qos_level"] != "reclaimed_cores" {
 		t.Fatalf("pod %s labels %v", pod.Name, pod.Labels)
 	}
@@ -204,7 +205,7 @@ func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
 	ctx := context.Background()
 	submit := func(attempts int32) records.ApplicationID { return submitAM(t, mgr, attempts, "exit 1") }
 	podsOf := func(app records.ApplicationID) []corev1.Pod {
-		return h.pods("jobs", client.MatchingLabels{translator.LabelApp: app.String()})
+		return h.pods("jobs", client.MatchingLabels{wellknown.LabelApp: app.String()})
 	}
 	// fail plays the kubelet: the AM's container exits with code.
 	fail := func(pod corev1.Pod, code int32) {
@@ -220,7 +221,7 @@ func TestAMFailureRetriesAndKillCleansUp(t *testing.T) {
 	fail(podsOf(app)[0], 1)
 	h.settle()
 	pods := podsOf(app)
-	if len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+	if len(pods) != 1 || pods[0].Labels[wellknown.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
 		t.Fatalf("after the first failure: %d pods %v", len(pods), pods)
 	}
 	fail(pods[0], 3)
@@ -288,7 +289,7 @@ func TestDeletedAMPod(t *testing.T) {
 		!strings.Contains(att.Diagnostics, "exitCode: -100") || !strings.Contains(att.Diagnostics, "the AM container's pod was deleted") {
 		t.Fatalf("after the pod's deletion: attempt %+v, application %+v", att, a)
 	}
-	if pods := h.pods("jobs", nil); len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+	if pods := h.pods("jobs", nil); len(pods) != 1 || pods[0].Labels[wellknown.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
 		t.Fatalf("pods after the retry: %v", pods)
 	}
 }
@@ -355,8 +356,8 @@ func TestExpiredAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settle()
-	pods := h.pods("jobs", client.MatchingLabels{translator.LabelApp: app.String()})
-	if len(pods) != 1 || pods[0].Labels[translator.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+	pods := h.pods("jobs", client.MatchingLabels{wellknown.LabelApp: app.String()})
+	if len(pods) != 1 || pods[0].Labels[wellknown.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
 		t.Fatalf("pods after the first attempt expired: %v", pods)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/scheduler/podbinder/podbindertest"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // fakePods stands for the API server at the process boundary: the pods
@@ -147,8 +148,8 @@ func TestAMPodReclaimsForItsQueue(t *testing.T) {
 	}
 	attemptB := records.AttemptID{App: idB, ID: 1}
 	amB := records.ContainerID{Attempt: attemptB, ID: 1}
-	amPod := plainPod(translator.PodName(amB.String()), map[string]string{translator.LabelRM: "weft",
-		translator.LabelContainer: amB.String(), translator.LabelApp: idB.String()}, 2, 2048)
+	amPod := plainPod(translator.PodName(amB.String()), map[string]string{wellknown.LabelRM: "weft",
+		wellknown.LabelContainer: amB.String(), wellknown.LabelApp: idB.String()}, 2, 2048)
 	pods.add(amPod)
 	if err := f.mgr.AMLaunched(ctx, attemptB, amB); err != nil {
 		t.Fatal(err)
@@ -188,9 +189,9 @@ func TestPlainPodsScheduledByQueue(t *testing.T) {
 		o.Pods, o.Profile = pods, translator.Plain
 	})
 	for i := range 6 {
-		pods.add(plainPod("a-"+string(rune('0'+i)), map[string]string{allocator.LabelQueue: "a", allocator.LabelTier: "low"}, 2, 1024))
+		pods.add(plainPod("a-"+string(rune('0'+i)), map[string]string{wellknown.LabelQueue: "a", wellknown.LabelTier: "low"}, 2, 1024))
 	}
-	pods.add(plainPod("nowhere", map[string]string{allocator.LabelQueue: "root.nowhere"}, 1, 512))
+	pods.add(plainPod("nowhere", map[string]string{wellknown.LabelQueue: "root.nowhere"}, 1, 512))
 	f.cycle()
 	f.cycle()
 	if len(pods.bindings) != 4 {
@@ -201,7 +202,7 @@ func TestPlainPodsScheduledByQueue(t *testing.T) {
 	}
 
 	// B's pod, within B's guarantee, reclaims one of A's.
-	pods.add(plainPod("b-0", map[string]string{allocator.LabelQueue: "root.b"}, 2, 1024))
+	pods.add(plainPod("b-0", map[string]string{wellknown.LabelQueue: "root.b"}, 2, 1024))
 	f.cycle()
 	if len(pods.preempted) != 1 || !strings.HasPrefix(pods.preempted[0], "a-") {
 		t.Fatalf("preempted %v, want one of A's pods", pods.preempted)
@@ -252,10 +253,10 @@ type fakeNodes map[string]*corev1.Node
 func (f fakeNodes) KubeNode(name string) (*corev1.Node, bool) { n, ok := f[name]; return n, ok }
 func (f fakeNodes) PlacementVersion() uint64                  { return 0 }
 
-func (f fakeNodes) KubeNodesInTideState(state string) []*corev1.Node {
+func (f fakeNodes) KubeNodesInTideState(state wellknown.TideState) []*corev1.Node {
 	var out []*corev1.Node
 	for _, n := range f {
-		if st, ok := n.Labels[translator.TideStateLabel]; ok && st == state {
+		if st, ok := n.Labels[wellknown.LabelTideState]; ok && st == string(state) {
 			out = append(out, n)
 		}
 	}
@@ -277,7 +278,7 @@ func TestPlacementConstraints(t *testing.T) {
 		Capability: records.Resource{MemoryMB: 8192, VCores: 8}}); err != nil {
 		t.Fatal(err)
 	}
-	inA := map[string]string{allocator.LabelQueue: "a"}
+	inA := map[string]string{wellknown.LabelQueue: "a"}
 	untolerating := plainPod("zone-a", inA, 1, 512)
 	untolerating.Spec.NodeSelector = map[string]string{"zone": "a"}
 	tolerating := plainPod("zone-a-tolerating", inA, 1, 512)
@@ -312,10 +313,10 @@ func TestPlacementConstraints(t *testing.T) {
 func TestOrphanPodHoldsCapacity(t *testing.T) {
 	pods := &fakePods{}
 	f := newQueueFixture(t, func(o *allocator.Options) { o.Pods, o.Profile = pods, translator.Plain })
-	orphan := plainPod("orphan", map[string]string{allocator.LabelQueue: "root.gone"}, 6, 1024)
+	orphan := plainPod("orphan", map[string]string{wellknown.LabelQueue: "root.gone"}, 6, 1024)
 	orphan.Spec.NodeName = "node-a"
 	pods.add(orphan)
-	pods.add(plainPod("newcomer", map[string]string{allocator.LabelQueue: "a"}, 4, 1024))
+	pods.add(plainPod("newcomer", map[string]string{wellknown.LabelQueue: "a"}, 4, 1024))
 	f.cycle()
 	if node := pods.boundTo("newcomer"); node != "" {
 		t.Fatalf("a 4-vcore pod bound to %s beside 6 of 8 vcores held", node)
@@ -328,9 +329,9 @@ func TestOrphanPodHoldsCapacity(t *testing.T) {
 func TestTideTaints(t *testing.T) {
 	kube := fakeNodes{
 		"node-a": {ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: translator.TideTaintKey, Value: translator.TideTaintOffline, Effect: corev1.TaintEffectNoSchedule}}}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: wellknown.TaintTide, Value: wellknown.TaintTideOffline, Effect: corev1.TaintEffectNoSchedule}}}},
 		"node-b": {ObjectMeta: metav1.ObjectMeta{Name: "node-b"},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: translator.TideTaintKey, Value: "transition", Effect: corev1.TaintEffectNoSchedule}}}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: wellknown.TaintTide, Value: wellknown.TaintTideTransition, Effect: corev1.TaintEffectNoSchedule}}}},
 	}
 	f := newQueueFixture(t, func(o *allocator.Options) { o.Profile, o.Nodes = translator.Plain, kube })
 	if err := f.mgr.PutNode(&records.Node{ID: "node-b:8041", Host: "node-b", Port: 8041, HTTPAddress: "node-b:8042", State: records.NodeRunning,
@@ -367,8 +368,8 @@ func TestTideNotice(t *testing.T) {
 		t.Fatalf("%d containers, want 2", got)
 	}
 	deadline := f.clock.Now().Add(time.Minute).Truncate(time.Second)
-	node.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
-	node.Annotations = map[string]string{translator.TideNoticeDeadline: deadline.UTC().Format(time.RFC3339)}
+	node.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
+	node.Annotations = map[string]string{wellknown.AnnotationTideNoticeDeadline: wellknown.FormatTime(deadline)}
 	f.cycle()
 	resp := f.allocate(a, 0, 0, 0)
 	if got := len(resp.GetPreempt().GetStrictContract().GetContainer()); got != 2 {

@@ -42,8 +42,8 @@ func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 
 // ownPodsBatch is the request that writes every node whose record lags
 // behind Weft's own pods (see podEvents). No node's request has a
-// namespace: nodes are cluster-scoped.
-var ownPodsBatch = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "weft.io/own-pods", Name: "batch"}}
+// namespace: nodes are cluster-scoped; nor can a namespace hold a slash.
+var ownPodsBatch = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "nodesync/own-pods", Name: "batch"}}
 
 // nodeRequest is the request that reconciles one node.
 func nodeRequest(name string) reconcile.Request {

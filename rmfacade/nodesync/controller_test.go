@@ -20,6 +20,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // running is a Syncer over a fake cluster, its watches running.
@@ -106,9 +107,9 @@ func TestReconcileWhenHeartbeatAges(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	clock := now
 	published := node("a", true, func(n *corev1.Node) {
-		n.Status.Allocatable[translator.ReclaimedCPU] = resource.MustParse("6000")
-		n.Status.Allocatable[translator.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
-		n.Annotations = map[string]string{translator.AnnotationReclaimedAt: now.Add(-10 * time.Second).UTC().Format(time.RFC3339)}
+		n.Status.Allocatable[wellknown.ReclaimedCPU] = resource.MustParse("6000")
+		n.Status.Allocatable[wellknown.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
+		n.Annotations = map[string]string{wellknown.AnnotationReclaimedAt: now.Add(-10 * time.Second).UTC().Format(time.RFC3339)}
 	})
 	r := start(t, Options{ClusterID: "weft", Profile: translator.Weft, NMPort: 8041, CapacityStaleAfter: time.Minute,
 		Now: func() time.Time { return clock }}, published)
@@ -143,7 +144,7 @@ func TestPodMoved(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 		}, true},
 		{"became this RM's container", func(p *corev1.Pod) {
-			p.Labels = map[string]string{translator.LabelRM: "weft", translator.LabelContainer: "container_1700000000000_0001_01_000002"}
+			p.Labels = map[string]string{wellknown.LabelRM: "weft", wellknown.LabelContainer: "container_1700000000000_0001_01_000002"}
 		}, true},
 		{"unbound", func(p *corev1.Pod) { p.Spec.NodeName = "" }, false},
 	}
@@ -190,7 +191,7 @@ func TestNodeMoved(t *testing.T) {
 			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoSchedule}}
 		}, 0, true},
 		{"agent's annotation", "a", func(n *corev1.Node) {
-			n.Annotations = map[string]string{translator.AnnotationReclaimedAt: clock.UTC().Format(time.RFC3339)}
+			n.Annotations = map[string]string{wellknown.AnnotationReclaimedAt: clock.UTC().Format(time.RFC3339)}
 		}, 0, true},
 		{"zone", "a", func(n *corev1.Node) { n.Labels = map[string]string{corev1.LabelTopologyZone: "z1"} }, 0, true},
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/kubeclient"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Options configures a Syncer.
@@ -143,10 +144,10 @@ func (s *Syncer) KubeNode(name string) (*corev1.Node, bool) {
 }
 
 // KubeNodesInTideState returns the Kubernetes nodes whose state in the
-// tide (translator.TideStateLabel) is state, from an index: each scheduling
+// tide (wellknown.LabelTideState) is state, from an index: each scheduling
 // cycle asks for the nodes being taken back, a handful of 10,000.
-func (s *Syncer) KubeNodesInTideState(state string) []*corev1.Node {
-	objs, err := s.nodeInformer.GetIndexer().ByIndex(byTideState, state)
+func (s *Syncer) KubeNodesInTideState(state wellknown.TideState) []*corev1.Node {
+	objs, err := s.nodeInformer.GetIndexer().ByIndex(byTideState, string(state))
 	if err != nil {
 		return nil // the index is New's: cannot be missing
 	}
@@ -178,13 +179,18 @@ func placementMoved(before, after any) bool {
 	return !maps.Equal(b.Labels, a.Labels) || !equality.Semantic.DeepEqual(b.Spec.Taints, a.Spec.Taints)
 }
 
-// byTideState indexes nodes by their state in the tide.
-const byTideState = "weft.io/tide-state"
+// byTideState indexes nodes by their state in the tide (a node without
+// the label, or with one that holds no state, is in no entry). Index
+// names are this process's own: the slash keeps them apart from any
+// other indexer's.
+const byTideState = "nodesync/tide-state"
 
 func tideState(obj any) ([]string, error) {
 	if n, ok := obj.(*corev1.Node); ok {
-		if st, ok := n.Labels[translator.TideStateLabel]; ok {
-			return []string{st}, nil
+		if v, ok := n.Labels[wellknown.LabelTideState]; ok {
+			if st, err := wellknown.ParseTideState(v); err == nil {
+				return []string{string(st)}, nil
+			}
 		}
 	}
 	return nil, nil
@@ -266,7 +272,7 @@ func (s *Syncer) synced() []cache.InformerSynced {
 // number must not keep batch work coming).
 func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList {
 	if key := s.opts.Profile.CapacityHeartbeat; key != "" {
-		at, err := time.Parse(time.RFC3339, n.Annotations[key])
+		at, err := wellknown.ParseTime(n.Annotations[key])
 		if err != nil || now.Sub(at) > s.staleAfter() {
 			return nil
 		}
@@ -286,20 +292,20 @@ func (s *Syncer) allocatable(n *corev1.Node, now time.Time) corev1.ResourceList 
 
 // lowered is n's allocatable with the profile's reclaimed resources at
 // most what Weft's agent says they are falling to
-// (translator.AnnotationLowering): the RM stops granting by the old
+// (wellknown.AnnotationReclaimedLowering): the RM stops granting by the old
 // number at once, while the kubelet still admits by it the pods of
 // containers granted before the fall.
 //
 // Only for a profile whose capacity Weft's agent publishes (its
-// heartbeat, translator.AnnotationReclaimedAt): under another, the
+// heartbeat, wellknown.AnnotationReclaimedAt): under another, the
 // Node's resources are not the agent's, and an annotation an agent of an
 // earlier deployment left behind must not lower them.
 func lowered(n *corev1.Node, p translator.Profile) corev1.ResourceList {
-	v, ok := n.Annotations[translator.AnnotationLowering]
-	if !ok || p.CapacityHeartbeat != translator.AnnotationReclaimedAt {
+	v, ok := n.Annotations[wellknown.AnnotationReclaimedLowering]
+	if !ok || p.CapacityHeartbeat != wellknown.AnnotationReclaimedAt {
 		return n.Status.Allocatable
 	}
-	l, err := translator.ParseLowering(v)
+	l, err := wellknown.ParseLowering(v)
 	if err != nil {
 		return n.Status.Allocatable // the agent's own; a bad one lowers nothing
 	}
@@ -319,11 +325,11 @@ func lowered(n *corev1.Node, p translator.Profile) corev1.ResourceList {
 // utilization is the node agent's last measurement of n in YARN's units,
 // or nil when there is none or it is older than CapacityStaleAfter.
 func (s *Syncer) utilization(n *corev1.Node, now time.Time) *records.NodeUtilization {
-	v, ok := n.Annotations[translator.AnnotationUtilization]
+	v, ok := n.Annotations[wellknown.AnnotationNodeUtilization]
 	if !ok {
 		return nil
 	}
-	u, err := translator.ParseNodeUtilization(v)
+	u, err := wellknown.ParseNodeUtilization(v)
 	if err != nil || now.Sub(u.At) > s.staleAfter() {
 		return nil
 	}
@@ -434,7 +440,7 @@ func (s *Syncer) podsOn(name string) ([]*corev1.Pod, error) {
 }
 
 // byNode indexes the pods by the node they are bound to.
-const byNode = "weft.io/node"
+const byNode = "nodesync/node"
 
 func podNode(obj any) ([]string, error) {
 	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -585,12 +591,12 @@ func (s *Syncer) staleIn(n *corev1.Node, rec *records.Node, now time.Time) time.
 		soonest(time.UnixMilli(rec.CooldownUntil))
 	}
 	if key := s.opts.Profile.CapacityHeartbeat; key != "" {
-		if at, err := time.Parse(time.RFC3339, n.Annotations[key]); err == nil {
+		if at, err := wellknown.ParseTime(n.Annotations[key]); err == nil {
 			soonest(at.Add(s.staleAfter()))
 		}
 	}
-	if v, ok := n.Annotations[translator.AnnotationUtilization]; ok {
-		if u, err := translator.ParseNodeUtilization(v); err == nil {
+	if v, ok := n.Annotations[wellknown.AnnotationNodeUtilization]; ok {
+		if u, err := wellknown.ParseNodeUtilization(v); err == nil {
 			soonest(u.At.Add(s.staleAfter()))
 		}
 	}

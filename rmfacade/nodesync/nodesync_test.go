@@ -25,6 +25,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 func node(name string, ready bool, mutate func(*corev1.Node)) *corev1.Node {
@@ -67,9 +68,9 @@ func TestSync(t *testing.T) {
 			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}),
 		pod("online", "ready", "default-scheduler", nil, "2", "4Gi"),
-		pod("am", "ready", "weft-scheduler", map[string]string{translator.LabelRM: "weft", translator.LabelContainer: am}, "1", "1Gi"),
-		pod("task", "ready", "default-scheduler", map[string]string{translator.LabelRM: "weft", translator.LabelContainer: task}, "1", "2Gi"),
-		pod("other-rms", "ready", "default-scheduler", map[string]string{translator.LabelRM: "other", translator.LabelContainer: task}, "1", "1Gi"),
+		pod("am", "ready", "weft-scheduler", map[string]string{wellknown.LabelRM: "weft", wellknown.LabelContainer: am}, "1", "1Gi"),
+		pod("task", "ready", "default-scheduler", map[string]string{wellknown.LabelRM: "weft", wellknown.LabelContainer: task}, "1", "2Gi"),
+		pod("other-rms", "ready", "default-scheduler", map[string]string{wellknown.LabelRM: "other", wellknown.LabelContainer: task}, "1", "1Gi"),
 		pod("plain", "ready", "weft-scheduler", nil, "500m", "512Mi"),
 	}
 	mgr := newRM(t)
@@ -200,10 +201,10 @@ func TestCapacityFromWeftAgent(t *testing.T) {
 	now := time.Now()
 	published := func(heartbeat string) func(*corev1.Node) {
 		return func(n *corev1.Node) {
-			n.Status.Allocatable[translator.ReclaimedCPU] = resource.MustParse("6000")
-			n.Status.Allocatable[translator.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
+			n.Status.Allocatable[wellknown.ReclaimedCPU] = resource.MustParse("6000")
+			n.Status.Allocatable[wellknown.ReclaimedMemory] = *resource.NewQuantity(12<<30, resource.BinarySI)
 			if heartbeat != "" {
-				n.Annotations = map[string]string{translator.AnnotationReclaimedAt: heartbeat}
+				n.Annotations = map[string]string{wellknown.AnnotationReclaimedAt: heartbeat}
 			}
 		}
 	}
@@ -229,10 +230,10 @@ func TestCapacityFromWeftAgent(t *testing.T) {
 func TestUtilizationFromWeftAgent(t *testing.T) {
 	now := time.Now()
 	measured := func(v string) func(*corev1.Node) {
-		return func(n *corev1.Node) { n.Annotations = map[string]string{translator.AnnotationUtilization: v} }
+		return func(n *corev1.Node) { n.Annotations = map[string]string{wellknown.AnnotationNodeUtilization: v} }
 	}
-	at := func(age time.Duration) translator.NodeUtilization {
-		return translator.NodeUtilization{At: now.Add(-age), NodeMilliCPU: 1500, NodeMemory: 3 << 30, BatchMilliCPU: 500, BatchMemory: 1 << 30}
+	at := func(age time.Duration) wellknown.NodeUtilization {
+		return wellknown.NodeUtilization{At: now.Add(-age), NodeMilliCPU: 1500, NodeMemory: 3 << 30, BatchMilliCPU: 500, BatchMemory: 1 << 30}
 	}
 	profile := translator.Weft
 	profile.MilliCPUPerVCore = 250
@@ -307,10 +308,10 @@ func TestWatchesTrimObjects(t *testing.T) {
 func TestTideIndexAndPlacementVersion(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset(node("n1", true, nil), node("n2", true, func(n *corev1.Node) {
-		n.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
+		n.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
 	}))
 	s := syncedSyncer(t, newRM(t), client, Options{NMPort: 8041})
-	names := func(state string) []string {
+	names := func(state wellknown.TideState) []string {
 		var out []string
 		for _, n := range s.KubeNodesInTideState(state) {
 			out = append(out, n.Name)
@@ -318,7 +319,7 @@ func TestTideIndexAndPlacementVersion(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	if got := names(translator.TideStateToOnline); !slices.Equal(got, []string{"n2"}) {
+	if got := names(wellknown.TideOfflineToOnline); !slices.Equal(got, []string{"n2"}) {
 		t.Fatalf("nodes taken back %v, want [n2]", got)
 	}
 	// waitMoved waits for the version to move past v (true), or for a
@@ -368,7 +369,7 @@ func TestTideIndexAndPlacementVersion(t *testing.T) {
 		}, true},
 		{"label changed: n1 taken back too", func() {
 			update("n1", func(n *corev1.Node) {
-				n.Labels = map[string]string{translator.TideStateLabel: translator.TideStateToOnline}
+				n.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
 			})
 		}, true},
 		{"node removed", func() {
@@ -384,31 +385,31 @@ func TestTideIndexAndPlacementVersion(t *testing.T) {
 			t.Fatalf("%s: placement version moved %v, want %v", st.name, moved, st.moves)
 		}
 	}
-	if got := names(translator.TideStateToOnline); !slices.Equal(got, []string{"n1"}) {
+	if got := names(wellknown.TideOfflineToOnline); !slices.Equal(got, []string{"n1"}) {
 		t.Errorf("nodes taken back at the end %v, want [n1]", got)
 	}
 }
 
-// A fall the agent announces (translator.AnnotationLowering) is what the
-// RM schedules by at once, while the Node's allocatable — the kubelet's —
-// still shows the old number; a rise in it, a bad value or another
-// profile's resource lowers nothing.
+// A fall the agent announces (wellknown.AnnotationReclaimedLowering) is
+// what the RM schedules by at once, while the Node's allocatable — the
+// kubelet's — still shows the old number; a rise in it, a bad value or
+// another profile's resource lowers nothing.
 func TestLoweredAllocatable(t *testing.T) {
-	alloc := corev1.ResourceList{translator.ReclaimedCPU: resource.MustParse("4000"), translator.ReclaimedMemory: resource.MustParse("8Gi"),
+	alloc := corev1.ResourceList{wellknown.ReclaimedCPU: resource.MustParse("4000"), wellknown.ReclaimedMemory: resource.MustParse("8Gi"),
 		corev1.ResourceCPU: resource.MustParse("8")}
 	for _, tc := range []struct {
 		name, lowering   string
 		wantCPU, wantMem int64
 	}{
 		{"none", "", 4000, 8 << 30},
-		{"both fall", translator.Lowering{MilliCPU: 1000, Memory: 2 << 30}.String(), 1000, 2 << 30},
-		{"CPU falls, memory would rise", translator.Lowering{MilliCPU: 1500, Memory: 16 << 30}.String(), 1500, 8 << 30},
+		{"both fall", wellknown.Lowering{MilliCPU: 1000, Memory: 2 << 30}.String(), 1000, 2 << 30},
+		{"CPU falls, memory would rise", wellknown.Lowering{MilliCPU: 1500, Memory: 16 << 30}.String(), 1500, 8 << 30},
 		{"not a lowering", "{", 4000, 8 << 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &corev1.Node{Status: corev1.NodeStatus{Allocatable: alloc}}
 			if tc.lowering != "" {
-				n.Annotations = map[string]string{translator.AnnotationLowering: tc.lowering}
+				n.Annotations = map[string]string{wellknown.AnnotationReclaimedLowering: tc.lowering}
 			}
 			// The plain profile schedules by the native resources, which
 			// the agent's annotation (one left by an agent of an earlier
@@ -417,14 +418,14 @@ func TestLoweredAllocatable(t *testing.T) {
 				t.Errorf("plain profile's cpu lowered to %s", q.String())
 			}
 			got := lowered(n, translator.Weft)
-			c, m := got[translator.ReclaimedCPU], got[translator.ReclaimedMemory]
+			c, m := got[wellknown.ReclaimedCPU], got[wellknown.ReclaimedMemory]
 			if c.Value() != tc.wantCPU || m.Value() != tc.wantMem {
 				t.Errorf("reclaimed %s %s, want %d %d", c.String(), m.String(), tc.wantCPU, tc.wantMem)
 			}
 			if cpu := got[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("8")) != 0 {
 				t.Errorf("native cpu %s changed", cpu.String())
 			}
-			if q := n.Status.Allocatable[translator.ReclaimedCPU]; q.Value() != 4000 {
+			if q := n.Status.Allocatable[wellknown.ReclaimedCPU]; q.Value() != 4000 {
 				t.Errorf("the Node's own allocatable changed to %s", q.String())
 			}
 		})

@@ -22,6 +22,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/rmfacade/storesource/storesourcetest"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // cluster is the container controller over a fake API server, an RM with
@@ -99,7 +100,7 @@ func (c *cluster) start(id records.ContainerID, phase corev1.PodPhase) {
 	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: translator.SecretName(id.String())}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "jobs", Name: translator.PodName(id.String()), Labels: map[string]string{
-		translator.LabelManagedBy: "weft", translator.LabelRM: "weft", translator.LabelApp: id.Attempt.App.String(), translator.LabelContainer: id.String()}},
+		wellknown.LabelManagedBy: wellknown.ManagedByWeft, wellknown.LabelRM: "weft", wellknown.LabelApp: id.Attempt.App.String(), wellknown.LabelContainer: id.String()}},
 		Spec: corev1.PodSpec{NodeName: "n1", Volumes: []corev1.Volume{{Name: "credentials",
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}}}}
 	if err := c.client.Create(ctx, secret); err != nil {

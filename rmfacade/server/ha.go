@@ -22,6 +22,7 @@ import (
 	"github.com/weft-sh/weft/rmfacade/rest"
 	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/translator/kubeclient"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // HA configures weft-rm as one of several replicas, one active by leader
@@ -44,16 +45,13 @@ type HA struct {
 	// 2-core machine; kube-controller-manager's 15/10/2 would take 17s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Pod, when set ("namespace/name": this replica's own pod), carries
-	// the label LabelActive while this replica is active; a new active
+	// the label wellknown.LabelRMActive while this replica is active; a new active
 	// takes it off the others first. The Service selects on it, so Service
 	// clients reach the active alone while every replica stays Ready —
 	// readiness following leadership would stall a Deployment's rollout,
 	// whose new pods, standbys, would never become Ready.
 	Pod string
 }
-
-// LabelActive marks the pod of the active replica.
-const LabelActive = "weft.io/rm-active"
 
 func (h *HA) setDefaults(cfg *Config) {
 	if h.LeaseNamespace == "" {
@@ -254,14 +252,14 @@ func markActive(ctx context.Context, client kubernetes.Interface, pod string, ac
 	}
 	pods := client.CoreV1().Pods(ns)
 	patch := func(name string, value any) error {
-		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{LabelActive: value}}})
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{wellknown.LabelRMActive: value}}})
 		_, err := pods.Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
 		return err
 	}
 	if !active {
 		return patch(name, nil)
 	}
-	others, err := pods.List(ctx, metav1.ListOptions{LabelSelector: LabelActive})
+	others, err := pods.List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelRMActive})
 	if err != nil {
 		return err
 	}

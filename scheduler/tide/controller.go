@@ -32,6 +32,7 @@ import (
 
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // Options configures a Reconciler.
@@ -261,7 +262,7 @@ func (r *Reconciler) claim(ctx context.Context, pool *v1alpha1.TidePool) ([]*cor
 	var taken []string
 	for i := range list.Items {
 		n := &list.Items[i]
-		owner := n.Labels[LabelPool]
+		owner := n.Labels[wellknown.LabelTidePool]
 		if owner != "" && owner != pool.Name {
 			var other v1alpha1.TidePool
 			err := r.client.Get(ctx, types.NamespacedName{Name: owner}, &other)
@@ -279,12 +280,12 @@ func (r *Reconciler) claim(ctx context.Context, pool *v1alpha1.TidePool) ([]*cor
 		return nil, "nodes claimed by another pool first: " + strings.Join(taken, ", "), nil
 	}
 	for _, n := range nodes {
-		if n.Labels[LabelPool] != pool.Name {
+		if n.Labels[wellknown.LabelTidePool] != pool.Name {
 			orig := n.DeepCopy()
 			if n.Labels == nil {
 				n.Labels = map[string]string{}
 			}
-			n.Labels[LabelPool] = pool.Name
+			n.Labels[wellknown.LabelTidePool] = pool.Name
 			if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
 				return nil, "", fmt.Errorf("claim node %s: %w", n.Name, err)
 			}
@@ -342,10 +343,10 @@ const (
 )
 
 // lentTaint is the taint of an Offline node.
-var lentTaint = corev1.Taint{Key: TaintKey, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule}
+var lentTaint = corev1.Taint{Key: wellknown.TaintTide, Value: wellknown.TaintTideOffline, Effect: corev1.TaintEffectNoSchedule}
 
 func (r *Reconciler) kindOf(p *corev1.Pod) kind {
-	if p.Spec.SchedulerName == r.opts.BatchSchedulerName && r.opts.BatchSchedulerName != "" || p.Labels[translator.LabelManagedBy] == "weft" {
+	if p.Spec.SchedulerName == r.opts.BatchSchedulerName && r.opts.BatchSchedulerName != "" || p.Labels[wellknown.LabelManagedBy] == wellknown.ManagedByWeft {
 		return batch
 	}
 	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
@@ -411,12 +412,15 @@ func (r *Reconciler) move(ctx context.Context, pool *v1alpha1.TidePool, status *
 		return nil
 	}
 	from, entered := StateOf(n), since(n)
-	noticed, killed := annotationInt(n, AnnotationNoticedPods), annotationInt(n, AnnotationKilledPods)
+	if !wellknown.TideState(from).CanMoveTo(wellknown.TideState(s)) {
+		return fmt.Errorf("node %s: %s → %s is no move of the tide", n.Name, from, s)
+	}
+	noticed, killed := annotationCount(n, wellknown.AnnotationTideNoticedPods), annotationCount(n, wellknown.AnnotationTideKilledPods)
 	orig := n.DeepCopy()
 	setState(n, s, now)
 	if s == v1alpha1.StateOfflineToOnline {
-		n.Annotations[AnnotationDeadline] = now.Add(Notice(pool.Spec)).UTC().Format(time.RFC3339)
-		n.Annotations[AnnotationNoticedPods] = strconv.Itoa(batchPods)
+		n.Annotations[wellknown.AnnotationTideNoticeDeadline] = wellknown.FormatTime(now.Add(Notice(pool.Spec)))
+		n.Annotations[wellknown.AnnotationTideNoticedPods] = wellknown.FormatCount(batchPods)
 	}
 	if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
 		*n = *orig
@@ -517,18 +521,18 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		leaving = r.ofKind(live, leaves)
 	}
 	if state == v1alpha1.StateOfflineToOnline {
-		deadline, _ := time.Parse(time.RFC3339, n.Annotations[AnnotationDeadline])
+		deadline, _ := wellknown.ParseTime(n.Annotations[wellknown.AnnotationTideNoticeDeadline])
 		if len(leaving) > 0 && now.Before(deadline) {
 			return nil // the notice runs
 		}
 		slices.SortStableFunc(leaving, func(a, b *corev1.Pod) int {
 			return cmp.Compare(translator.PodTier(a), translator.PodTier(b))
 		})
-		if _, counted := n.Annotations[AnnotationKilledPods]; !counted && len(leaving) > 0 {
+		if _, counted := n.Annotations[wellknown.AnnotationTideKilledPods]; !counted && len(leaving) > 0 {
 			// What the notice did not save, counted once: a restarted
 			// controller finds it on the Node.
 			orig := n.DeepCopy()
-			n.Annotations[AnnotationKilledPods] = strconv.Itoa(len(leaving))
+			n.Annotations[wellknown.AnnotationTideKilledPods] = wellknown.FormatCount(len(leaving))
 			if err := r.client.Patch(ctx, n, client.MergeFrom(orig)); err != nil {
 				*n = *orig
 				return fmt.Errorf("node %s: count the pods past the notice: %w", n.Name, err)
@@ -564,7 +568,7 @@ func (r *Reconciler) drive(ctx context.Context, pool *v1alpha1.TidePool, status 
 		err := errors.Join(failed...)
 		failures++
 		wait := hookBackoff(failures)
-		n.Annotations[AnnotationHookRetry] = now.Add(wait).UTC().Format(time.RFC3339) + "," + strconv.Itoa(failures)
+		n.Annotations[wellknown.AnnotationTideHookRetry] = wellknown.HookRetry{At: now.Add(wait), Failures: failures}.String()
 		r.events.Eventf(n, corev1.EventTypeWarning, "TideHookFailed", "node %s stays %s (failure %d, next try in %s): %v", n.Name, state, failures, wait, err)
 		if perr := r.client.Patch(ctx, n, client.MergeFrom(orig)); perr != nil {
 			return errors.Join(err, perr)
@@ -701,7 +705,7 @@ func (r *Reconciler) markDeletionCost(ctx context.Context, nodes []*corev1.Node,
 			if c, ok := rank[n.Name]; ok {
 				want = strconv.Itoa(c)
 			}
-			if p.Annotations[AnnotationDeletionCost] != want {
+			if p.Annotations[wellknown.AnnotationTideDeletionCost] != want {
 				patches, wants = append(patches, p), append(wants, want)
 			}
 		}
@@ -714,10 +718,10 @@ func (r *Reconciler) markDeletionCost(ctx context.Context, nodes []*corev1.Node,
 		}
 		if wants[i] == "" {
 			delete(p.Annotations, deletionCost)
-			delete(p.Annotations, AnnotationDeletionCost)
+			delete(p.Annotations, wellknown.AnnotationTideDeletionCost)
 		} else {
 			p.Annotations[deletionCost] = wants[i]
-			p.Annotations[AnnotationDeletionCost] = wants[i]
+			p.Annotations[wellknown.AnnotationTideDeletionCost] = wants[i]
 		}
 		if err := r.client.Patch(ctx, p, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod-deletion-cost of %s/%s: %w", p.Namespace, p.Name, err)
@@ -729,7 +733,7 @@ func (r *Reconciler) markDeletionCost(ctx context.Context, nodes []*corev1.Node,
 // ownCost reports whether p's pod-deletion-cost is the one this
 // controller set.
 func ownCost(p *corev1.Pod) bool {
-	mark, ok := p.Annotations[AnnotationDeletionCost]
+	mark, ok := p.Annotations[wellknown.AnnotationTideDeletionCost]
 	return ok && mark == p.Annotations[deletionCost]
 }
 

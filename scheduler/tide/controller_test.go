@@ -24,7 +24,7 @@ import (
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // hooks records hook calls and fails those it is told to.
@@ -137,7 +137,7 @@ func onlinePod(name, node, cpu string) *corev1.Pod {
 
 func batchPod(name, node string, tier records.Tier) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "weft-jobs",
-		Labels: map[string]string{translator.LabelManagedBy: "weft", translator.LabelTier: tier.String()}},
+		Labels: map[string]string{wellknown.LabelManagedBy: wellknown.ManagedByWeft, wellknown.LabelTier: tier.String()}},
 		Spec:   corev1.PodSpec{NodeName: node, SchedulerName: "weft-scheduler", Containers: []corev1.Container{{Name: "c"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
@@ -165,7 +165,7 @@ func TestTideLendsAndTakesBack(t *testing.T) {
 		t.Fatalf("states %v", s)
 	}
 	n := c.node("c")
-	if !hasTaint(n, TaintTransition) || n.Labels[LabelPool] != "night" {
+	if !hasTaint(n, wellknown.TaintTideTransition) || n.Labels[wellknown.LabelTidePool] != "night" {
 		t.Errorf("node c on its way: taints %v labels %v", n.Spec.Taints, n.Labels)
 	}
 	if pods := c.pods("c"); len(pods) != 0 {
@@ -178,7 +178,7 @@ func TestTideLendsAndTakesBack(t *testing.T) {
 	if s := c.states(); s["c"] != v1alpha1.StateOffline {
 		t.Fatalf("c drained but %s", s["c"])
 	}
-	if n := c.node("c"); !hasTaint(n, TaintOffline) || hasTaint(n, TaintTransition) {
+	if n := c.node("c"); !hasTaint(n, wellknown.TaintTideOffline) || hasTaint(n, wellknown.TaintTideTransition) {
 		t.Errorf("offline node's taints %v", n.Spec.Taints)
 	}
 	if len(c.hooks.calls) != 1 || c.hooks.calls[0] != (HookCall{Pool: "night", Node: "c", From: v1alpha1.StateOnline, To: v1alpha1.StateOffline}) {
@@ -202,7 +202,7 @@ func TestTideLendsAndTakesBack(t *testing.T) {
 	if s := c.states(); s["c"] != v1alpha1.StateOfflineToOnline {
 		t.Fatalf("c not taken back: %v", s)
 	}
-	deadline := c.node("c").Annotations[AnnotationDeadline]
+	deadline := c.node("c").Annotations[wellknown.AnnotationTideNoticeDeadline]
 	if deadline != c.now.Add(10*time.Minute).UTC().Format(time.RFC3339) {
 		t.Errorf("deadline %q", deadline)
 	}
@@ -222,7 +222,7 @@ func TestTideLendsAndTakesBack(t *testing.T) {
 	if s := c.states(); s["c"] != v1alpha1.StateOnline {
 		t.Errorf("c after the deadline: %s", s["c"])
 	}
-	if n := c.node("c"); hasTaint(n, TaintTransition) || hasTaint(n, TaintOffline) {
+	if n := c.node("c"); hasTaint(n, wellknown.TaintTideTransition) || hasTaint(n, wellknown.TaintTideOffline) {
 		t.Errorf("online node keeps taints %v", n.Spec.Taints)
 	}
 }
@@ -269,7 +269,7 @@ func TestTideDrainTimeout(t *testing.T) {
 	b := c.node("b")
 	orig := b.DeepCopy()
 	setState(b, v1alpha1.StateOnlineToOffline, c.now.Add(-6*time.Minute))
-	b.Labels[LabelPool] = "night"
+	b.Labels[wellknown.LabelTidePool] = "night"
 	c.client.Patch(context.Background(), b, client.MergeFrom(orig))
 	stuck := onlinePod("stuck", "b", "1")
 	now := metav1.NewTime(c.now)
@@ -289,7 +289,7 @@ func TestTideConflictingPools(t *testing.T) {
 	other := nightPool()
 	other.Name = "day"
 	n := kubeNode("a")
-	n.Labels[LabelPool] = "day"
+	n.Labels[wellknown.LabelTidePool] = "day"
 	c := newCluster(t, nightPool(), other, n, kubeNode("b"))
 	c.reconcile()
 	p := c.pool()
@@ -304,7 +304,7 @@ func TestTideConflictingPools(t *testing.T) {
 
 func hasTaint(n *corev1.Node, value string) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == TaintKey && t.Value == value {
+		if t.Key == wellknown.TaintTide && t.Value == value {
 			return true
 		}
 	}
@@ -407,7 +407,7 @@ func TestTideNoticeOutcomeMetrics(t *testing.T) {
 	pool.Spec.MinOnlineNodes = 2
 	c.client.Update(context.Background(), pool)
 	c.reconcile()
-	if n := c.node("b"); StateOf(n) != v1alpha1.StateOfflineToOnline || n.Annotations[AnnotationNoticedPods] != "3" {
+	if n := c.node("b"); StateOf(n) != v1alpha1.StateOfflineToOnline || n.Annotations[wellknown.AnnotationTideNoticedPods] != "3" {
 		t.Fatalf("b taken back: %s %v", StateOf(n), n.Annotations)
 	}
 	// Two end within the notice; one is killed at the deadline.
@@ -418,14 +418,14 @@ func TestTideNoticeOutcomeMetrics(t *testing.T) {
 	}
 	c.now = c.now.Add(11 * time.Minute)
 	c.reconcile()
-	if n := c.node("b"); n.Annotations[AnnotationKilledPods] != "1" {
+	if n := c.node("b"); n.Annotations[wellknown.AnnotationTideKilledPods] != "1" {
 		t.Errorf("killed count on the node %v", n.Annotations)
 	}
 	c.reconcile()
 	if s := c.states(); s["b"] != v1alpha1.StateOnline {
 		t.Fatalf("b not back: %s", s["b"])
 	}
-	if n := c.node("b"); n.Annotations[AnnotationNoticedPods] != "" || n.Annotations[AnnotationKilledPods] != "" {
+	if n := c.node("b"); n.Annotations[wellknown.AnnotationTideNoticedPods] != "" || n.Annotations[wellknown.AnnotationTideKilledPods] != "" {
 		t.Errorf("counts left on an Online node: %v", n.Annotations)
 	}
 	if d := testutil.ToFloat64(batchPodsTotal.WithLabelValues("night", "killed")) - killedBefore; d != 1 {
@@ -471,7 +471,7 @@ func TestTideHookBackoff(t *testing.T) {
 	if s := c.states(); s["b"] != v1alpha1.StateOffline {
 		t.Fatalf("b after the hook answered: %s", s["b"])
 	}
-	if _, ok := c.node("b").Annotations[AnnotationHookRetry]; ok {
+	if _, ok := c.node("b").Annotations[wellknown.AnnotationTideHookRetry]; ok {
 		t.Error("retry kept after the move")
 	}
 }
@@ -527,7 +527,7 @@ func drainEvents(r *record.FakeRecorder) string {
 // not hold its move up.
 func TestTideTolerantPodsStay(t *testing.T) {
 	rm := onlinePod("weft-rm", "b", "1")
-	rm.Spec.Tolerations = []corev1.Toleration{{Key: TaintKey, Operator: corev1.TolerationOpExists}}
+	rm.Spec.Tolerations = []corev1.Toleration{{Key: wellknown.TaintTide, Operator: corev1.TolerationOpExists}}
 	sys := onlinePod("agent", "b", "0")
 	sys.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 	c := newCluster(t, nightPool(), kubeNode("a"), kubeNode("b"), onlinePod("web-1", "a", "2"), onlinePod("web-2", "b", "1"), rm, sys)
@@ -576,5 +576,24 @@ func TestTideDrainConfirmedLiveAndStraysEvicted(t *testing.T) {
 	}
 	if eventWith(c.events, "TideStrayOnlinePods") == "" {
 		t.Error("no Event for the stray pod")
+	}
+}
+
+// The controller moves a node only along the tide's state machine
+// (wellknown.TideState.CanMoveTo): a move off it leaves the node as it
+// was, whatever asked for it.
+func TestMovesFollowTheStateMachine(t *testing.T) {
+	c := newCluster(t, nightPool(), kubeNode("a"))
+	move := func(to v1alpha1.NodeState) error {
+		return c.r.move(context.Background(), c.pool(), &v1alpha1.TidePoolStatus{}, c.node("a"), to, "Test", 0, c.now)
+	}
+	if err := move(v1alpha1.StateOffline); err == nil || StateOf(c.node("a")) != v1alpha1.StateOnline {
+		t.Fatalf("Online → Offline: %v, now %s", err, StateOf(c.node("a")))
+	}
+	if err := move(v1alpha1.StateOnlineToOffline); err != nil || StateOf(c.node("a")) != v1alpha1.StateOnlineToOffline {
+		t.Fatalf("Online → OnlineToOffline: %v, now %s", err, StateOf(c.node("a")))
+	}
+	if err := move(v1alpha1.StateOfflineToOnline); err == nil || StateOf(c.node("a")) != v1alpha1.StateOnlineToOffline {
+		t.Fatalf("OnlineToOffline → OfflineToOnline: %v, now %s", err, StateOf(c.node("a")))
 	}
 }

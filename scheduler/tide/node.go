@@ -1,57 +1,21 @@
 package tide
 
 import (
+	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
-// What the controller keeps on a pool's Node: everything a restarted
-// controller needs to carry a move on.
-const (
-	// LabelPool names the TidePool that claims the node.
-	LabelPool = "weft.io/tide-pool"
-	// LabelState is the node's state in the tide.
-	LabelState = translator.TideStateLabel
-	// TaintKey is the tide's NoSchedule taint: value TaintTransition in
-	// both intermediate states (no new work of either side), TaintOffline
-	// while lent (online work stays off; Weft's batch pods tolerate it,
-	// translator.BatchTolerations).
-	TaintKey        = translator.TideTaintKey
-	TaintTransition = "transition"
-	TaintOffline    = translator.TideTaintOffline
-	// AnnotationSince is when the node entered its state (RFC 3339).
-	AnnotationSince = "weft.io/tide-since"
-	// AnnotationDeadline is when, on the way back to online work, the
-	// batch work still on the node is ended (RFC 3339).
-	AnnotationDeadline = translator.TideNoticeDeadline
-	// AnnotationHooksDone lists the hooks that answered for the state the
-	// node is completing its move to: "Offline:drain-dns,cmdb".
-	AnnotationHooksDone = "weft.io/tide-hooks-done"
-	// AnnotationHookRetry is when the hooks of the node's move, having
-	// failed, are called again, and how many times in a row they failed:
-	// "2026-11-24T03:00:00Z,3".
-	AnnotationHookRetry = "weft.io/tide-hook-retry"
-	// AnnotationNoticedPods is how many batch pods were on the node when
-	// its move back to online work gave them notice; AnnotationKilledPods,
-	// how many were still there at the deadline. Together: the kill rate.
-	AnnotationNoticedPods = "weft.io/tide-noticed-pods"
-	AnnotationKilledPods  = "weft.io/tide-killed-pods"
-	// AnnotationDeletionCost marks a pod whose pod-deletion-cost the
-	// controller set (the value it set), so that it is changed or removed
-	// only while it is still the controller's.
-	AnnotationDeletionCost = "weft.io/tide-deletion-cost"
-)
-
-// StateOf is a node's state in the tide (Online without a label).
+// StateOf is a node's state in the tide (Online without a label). A
+// label that holds no state is returned as it is: such a node is neither
+// counted nor moved (no state moves to or from it).
 func StateOf(n *corev1.Node) v1alpha1.NodeState {
-	if s := v1alpha1.NodeState(n.Labels[LabelState]); s != "" {
+	if s := v1alpha1.NodeState(n.Labels[wellknown.LabelTideState]); s != "" {
 		return s
 	}
 	return v1alpha1.StateOnline
@@ -59,7 +23,7 @@ func StateOf(n *corev1.Node) v1alpha1.NodeState {
 
 // since is when the node entered its state.
 func since(n *corev1.Node) time.Time {
-	t, _ := time.Parse(time.RFC3339, n.Annotations[AnnotationSince])
+	t, _ := wellknown.ParseTime(n.Annotations[wellknown.AnnotationTideSince])
 	return t
 }
 
@@ -72,41 +36,36 @@ func setState(n *corev1.Node, s v1alpha1.NodeState, now time.Time) {
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	n.Labels[LabelState] = string(s)
-	n.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339)
-	delete(n.Annotations, AnnotationHooksDone)
-	delete(n.Annotations, AnnotationHookRetry)
+	n.Labels[wellknown.LabelTideState] = string(s)
+	n.Annotations[wellknown.AnnotationTideSince] = wellknown.FormatTime(now)
+	delete(n.Annotations, wellknown.AnnotationTideHooksDone)
+	delete(n.Annotations, wellknown.AnnotationTideHookRetry)
 	if s != v1alpha1.StateOfflineToOnline {
-		delete(n.Annotations, AnnotationDeadline)
-		delete(n.Annotations, AnnotationNoticedPods)
-		delete(n.Annotations, AnnotationKilledPods)
+		delete(n.Annotations, wellknown.AnnotationTideNoticeDeadline)
+		delete(n.Annotations, wellknown.AnnotationTideNoticedPods)
+		delete(n.Annotations, wellknown.AnnotationTideKilledPods)
 	}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if t.Key != TaintKey {
+		if t.Key != wellknown.TaintTide {
 			taints = append(taints, t)
 		}
 	}
-	switch s {
-	case v1alpha1.StateOnlineToOffline, v1alpha1.StateOfflineToOnline:
-		taints = append(taints, corev1.Taint{Key: TaintKey, Value: TaintTransition, Effect: corev1.TaintEffectNoSchedule})
-	case v1alpha1.StateOffline:
-		taints = append(taints, corev1.Taint{Key: TaintKey, Value: TaintOffline, Effect: corev1.TaintEffectNoSchedule})
+	if v := wellknown.TideState(s).Taint(); v != "" {
+		taints = append(taints, corev1.Taint{Key: wellknown.TaintTide, Value: v, Effect: corev1.TaintEffectNoSchedule})
 	}
 	n.Spec.Taints = taints
 }
 
 // hooksDone are the hooks that answered for the move to s.
 func hooksDone(n *corev1.Node, s v1alpha1.NodeState) map[string]bool {
-	state, names, ok := strings.Cut(n.Annotations[AnnotationHooksDone], ":")
+	h, err := wellknown.ParseHooksDone(n.Annotations[wellknown.AnnotationTideHooksDone])
 	done := map[string]bool{}
-	if !ok || v1alpha1.NodeState(state) != s {
+	if err != nil || v1alpha1.NodeState(h.State) != s {
 		return done
 	}
-	for _, name := range strings.Split(names, ",") {
-		if name != "" {
-			done[name] = true
-		}
+	for _, name := range h.Hooks {
+		done[name] = true
 	}
 	return done
 }
@@ -114,30 +73,24 @@ func hooksDone(n *corev1.Node, s v1alpha1.NodeState) map[string]bool {
 func markHookDone(n *corev1.Node, s v1alpha1.NodeState, name string) {
 	done := hooksDone(n, s)
 	done[name] = true
-	var names []string
-	for k := range done {
-		names = append(names, k)
-	}
-	slices.Sort(names)
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	n.Annotations[AnnotationHooksDone] = string(s) + ":" + strings.Join(names, ",")
+	h := wellknown.HooksDone{State: wellknown.TideState(s), Hooks: slices.Collect(maps.Keys(done))}
+	n.Annotations[wellknown.AnnotationTideHooksDone] = h.String()
 }
 
-// annotationInt is a node's integer annotation (0 if absent or not one).
-func annotationInt(n *corev1.Node, key string) int {
-	v, _ := strconv.Atoi(n.Annotations[key])
+// annotationCount is a node's count annotation (0 if absent or not one).
+func annotationCount(n *corev1.Node, key string) int {
+	v, _ := wellknown.ParseCount(n.Annotations[key])
 	return v
 }
 
 // hookRetry is when a node's failed hooks are called again and how many
 // times in a row they failed (zero time: now).
 func hookRetry(n *corev1.Node) (time.Time, int) {
-	at, count, _ := strings.Cut(n.Annotations[AnnotationHookRetry], ",")
-	t, _ := time.Parse(time.RFC3339, at)
-	c, _ := strconv.Atoi(count)
-	return t, c
+	r, _ := wellknown.ParseHookRetry(n.Annotations[wellknown.AnnotationTideHookRetry])
+	return r.At, r.Failures
 }
 
 // hookBackoff is how long after its failures-th failure in a row a

@@ -25,6 +25,7 @@ import (
 	"github.com/weft-sh/weft/deploy/images"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The local node's big box: kubelet's BestEffort QoS cgroup (cgroupfs
@@ -119,7 +120,7 @@ done`
 	published := func(ctx context.Context) (milli, bytes int64) {
 		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		c, m := n.Status.Allocatable[translator.ReclaimedCPU], n.Status.Allocatable[translator.ReclaimedMemory]
+		c, m := n.Status.Allocatable[wellknown.ReclaimedCPU], n.Status.Allocatable[wellknown.ReclaimedMemory]
 		return c.Value(), m.Value()
 	}
 
@@ -142,7 +143,7 @@ done`
 		Expect(pods).NotTo(BeEmpty())
 		for _, p := range pods {
 			Expect(p.Status.QOSClass).To(Equal(corev1.PodQOSBestEffort), "pod %s in the big box", p.Name)
-			Expect(p.Spec.Containers[0].Resources.Requests).To(HaveKey(translator.ReclaimedCPU))
+			Expect(p.Spec.Containers[0].Resources.Requests).To(HaveKey(wellknown.ReclaimedCPU))
 		}
 
 		// What the agent measured is the node's utilization to YARN's
@@ -232,7 +233,7 @@ done`
 			}
 			g.Expect(victim.Name).NotTo(BeEmpty())
 		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
-		Expect(victim.Labels[translator.LabelTier]).To(Equal("low"))
+		Expect(victim.Labels[wellknown.LabelTier]).To(Equal("low"))
 		// Only as many as the pressure needs: one. (Counted over time: the
 		// AM stops the container it was told of, which deletes its pod.)
 		evicted := map[string]bool{victim.Name: true}
@@ -248,12 +249,12 @@ done`
 		}).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(Equal(1), "pods evicted")
 		n, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(n.Annotations).To(HaveKey(colocation.AnnotationCooldownUntil), "the node cools down")
+		Expect(n.Annotations).To(HaveKey(wellknown.AnnotationColocationCooldownUntil), "the node cools down")
 		// Nothing new offered while cooling down: what weft-rm schedules
 		// by — the allocatable, or the fall the agent announced ahead of
-		// it (AnnotationLowering) — is no more than the node's batch
-		// pods request (never less either, so that the kubelet rejects
-		// no pod already bound: Published).
+		// it (wellknown.AnnotationReclaimedLowering) — is no more than the
+		// node's batch pods request (never less either, so that the kubelet
+		// rejects no pod already bound: Published).
 		Eventually(func(g Gomega) {
 			pods, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -265,8 +266,8 @@ done`
 			c, _ := published(ctx)
 			n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
-			if v, ok := n.Annotations[translator.AnnotationLowering]; ok {
-				l, err := translator.ParseLowering(v)
+			if v, ok := n.Annotations[wellknown.AnnotationReclaimedLowering]; ok {
+				l, err := wellknown.ParseLowering(v)
 				g.Expect(err).NotTo(HaveOccurred())
 				c = min(c, l.MilliCPU)
 			}

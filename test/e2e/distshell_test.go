@@ -23,6 +23,7 @@ import (
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // yarnOnKube is WeftOnKube in a spec.
@@ -73,7 +74,7 @@ func (y *yarnOnKube) watchPods(ctx context.Context, app func() string) (stop fun
 			if id == "" {
 				continue
 			}
-			list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + id})
+			list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelApp + "=" + id})
 			if err != nil {
 				continue
 			}
@@ -302,7 +303,7 @@ func (y *yarnOnKube) runningPods(ctx context.Context, app string) int {
 }
 
 func (y *yarnOnKube) appPods(ctx context.Context, app string) []corev1.Pod {
-	list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + app})
+	list, err := y.cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelApp + "=" + app})
 	Expect(err).NotTo(HaveOccurred())
 	return list.Items
 }
@@ -342,11 +343,11 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 
 		tiers := map[string]int{}
 		for _, p := range pods {
-			tiers[p.Labels[translator.LabelTier]]++
-			Expect(p.Labels).To(HaveKeyWithValue(translator.LabelUser, "alice"))
-			Expect(p.Labels).To(HaveKeyWithValue(translator.LabelQueue, "default"))
-			Expect(p.Labels).To(HaveKey(translator.LabelAttempt))
-			Expect(p.Spec.PriorityClassName).To(Equal("weft-" + p.Labels[translator.LabelTier]))
+			tiers[p.Labels[wellknown.LabelTier]]++
+			Expect(p.Labels).To(HaveKeyWithValue(wellknown.LabelUser, "alice"))
+			Expect(p.Labels).To(HaveKeyWithValue(wellknown.LabelQueue, "default"))
+			Expect(p.Labels).To(HaveKey(wellknown.LabelAttempt))
+			Expect(p.Spec.PriorityClassName).To(Equal("weft-" + p.Labels[wellknown.LabelTier]))
 			Expect(p.Spec.Containers[0].Resources.Requests.Memory().Value()).To(BeNumerically(">=", 256<<20))
 		}
 		// The AM high; one worker the job's minimum (medium), three elastic (low).
@@ -355,7 +356,7 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		// not bind pods naming another scheduler); the rest were granted in
 		// the AM's allocate calls and made on their node.
 		for _, p := range pods {
-			if p.Labels[translator.LabelTier] == "high" {
+			if p.Labels[wellknown.LabelTier] == "high" {
 				Expect(p.Spec.SchedulerName).To(Equal(podbinder.DefaultSchedulerName), p.Name)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/weft-sh/weft/rmfacade/state/kubestore"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // failover kills the active replica outright (kill -9: no Lease released,
@@ -69,7 +69,7 @@ var _ = Describe("weft-rm HA: two replicas, one active by a Lease, the state in 
 			}
 			// The state outlives the replicas by design: remove this run's.
 			secrets := cluster.Client.CoreV1().Secrets("weft-system")
-			_ = secrets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=" + clusterID + "-rm-state"})
+			_ = secrets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: wellknown.LabelRMState + "=" + clusterID + "-rm-state"})
 			for _, k := range []string{"rm-amrm-token", "rm-delegation-token"} {
 				_ = secrets.Delete(ctx, clusterID+"-"+k, metav1.DeleteOptions{})
 			}

@@ -37,12 +37,12 @@ import (
 	"github.com/weft-sh/weft/rmfacade/amrm"
 	"github.com/weft-sh/weft/rmfacade/nodesync"
 	"github.com/weft-sh/weft/rmfacade/rm"
-	"github.com/weft-sh/weft/rmfacade/server"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // A real local cluster (etcd, kube-apiserver, kube-controller-manager,
@@ -187,7 +187,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 	// endpoint of the weft-rm Service.
 	activeBehindService := func(ctx context.Context, g Gomega) string {
 		active, err := cluster.Client.CoreV1().Pods("weft-system").List(ctx, metav1.ListOptions{
-			LabelSelector: "app.kubernetes.io/name=weft-rm," + server.LabelActive + "=true"})
+			LabelSelector: "app.kubernetes.io/name=weft-rm," + wellknown.LabelRMActive + "=true"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(active.Items).To(HaveLen(1))
 		rmLease, err := cluster.Client.CoordinationV1().Leases("weft-system").Get(ctx, "weft-rm", metav1.GetOptions{})
@@ -429,7 +429,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		// Priority admission resolved the tier's class to the same value.
 		Expect(*pod.Spec.Priority).To(Equal(translator.Plain.Priorities[records.TierHigh]))
-		Expect(pod.Labels).To(HaveKeyWithValue(translator.LabelUser, "alice_EXAMPLE.COM"))
+		Expect(pod.Labels).To(HaveKeyWithValue(wellknown.LabelUser, "alice_EXAMPLE.COM"))
 		// 1536 MB rounds up to a multiple of the minimum allocation, as in YARN.
 		Expect(pod.Spec.Containers[0].Resources.Requests.Memory().Value()).To(Equal(int64(2048 << 20)))
 		Expect(mgr.Snapshot().Attempt(container.Attempt).State).To(Equal(records.AttemptLaunched))
@@ -442,7 +442,7 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 			_, err := cluster.Client.CoreV1().Pods("weft-jobs").Get(ctx, pod.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}).WithTimeout(30 * time.Second).Should(BeTrue())
-		secrets, err := cluster.Client.CoreV1().Secrets("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + id.String()})
+		secrets, err := cluster.Client.CoreV1().Secrets("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelApp + "=" + id.String()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(secrets.Items).To(BeEmpty())
 	})
@@ -460,13 +460,13 @@ var _ = Describe("Weft on a local Kubernetes", Ordered, func() {
 		Expect(json.Unmarshal([]byte(out), &s)).To(Succeed())
 
 		appPods := func() []corev1.Pod {
-			list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: translator.LabelApp + "=" + s.ApplicationID})
+			list, err := cluster.Client.CoreV1().Pods("weft-jobs").List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelApp + "=" + s.ApplicationID})
 			Expect(err).NotTo(HaveOccurred())
 			return list.Items
 		}
 		Eventually(appPods).WithTimeout(30 * time.Second).Should(HaveLen(1))
 		pod := appPods()[0]
-		Expect(pod.Labels).To(HaveKeyWithValue(translator.LabelTier, "high"))
+		Expect(pod.Labels).To(HaveKeyWithValue(wellknown.LabelTier, "high"))
 		Expect(pod.Spec.Containers[0].Command[2]).To(ContainSubstring("$JAVA_HOME/bin/java -version 1>/weft/logs/stdout"))
 		status, _, err := dist.Yarn(ctx, conf, "alice", "application", "-status", s.ApplicationID)
 		Expect(err).NotTo(HaveOccurred())

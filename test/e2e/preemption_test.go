@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 var _ = Describe("Two tenants on Weft: borrowing and tier-ordered preemption with advance notice", Ordered, func() {
@@ -92,9 +92,9 @@ var _ = Describe("Two tenants on Weft: borrowing and tier-ordered preemption wit
 		// medium map) ran to the end; the preempted were elastic (low).
 		early := map[string]int{}
 		for _, p := range podsA {
-			Expect(p.Labels).To(HaveKeyWithValue(translator.LabelQueue, "a"))
+			Expect(p.Labels).To(HaveKeyWithValue(wellknown.LabelQueue, "a"))
 			if p.Status.Phase != corev1.PodSucceeded {
-				early[p.Labels[translator.LabelTier]]++
+				early[p.Labels[wellknown.LabelTier]]++
 			}
 		}
 		Expect(early).To(HaveKeyWithValue("low", BeNumerically(">=", 2)), fmt.Sprint(early))

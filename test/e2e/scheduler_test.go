@@ -15,7 +15,7 @@ import (
 	"github.com/weft-sh/weft/deploy/images"
 	"github.com/weft-sh/weft/scheduler/podbinder"
 	"github.com/weft-sh/weft/test/kube"
-	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // schedulerPod is a pod any user could write for Weft's scheduler: no
@@ -23,7 +23,7 @@ import (
 func schedulerPod(name, queue string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-			Labels: map[string]string{translator.LabelQueue: queue, translator.LabelTier: "low", "e2e": "weft-scheduler"}},
+			Labels: map[string]string{wellknown.LabelQueue: queue, wellknown.LabelTier: "low", "e2e": "weft-scheduler"}},
 		Spec: corev1.PodSpec{
 			SchedulerName: podbinder.DefaultSchedulerName,
 			RestartPolicy: corev1.RestartPolicyNever,

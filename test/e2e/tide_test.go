@@ -33,6 +33,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The tidal controller on the local control plane, over a pool of kwok
@@ -159,7 +160,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if p, ok := obj.(*corev1.Pod); ok && p.Namespace == ns && p.Labels[translator.LabelTier] != "" {
+			if p, ok := obj.(*corev1.Pod); ok && p.Namespace == ns && p.Labels[wellknown.LabelTier] != "" {
 				if _, seen := batchGone[p.Name]; !seen && (p.DeletionTimestamp != nil || deleted) {
 					batchGone[p.Name] = time.Now()
 				}
@@ -265,7 +266,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 		scale(ctx, cluster, ns, "web", 3)
 		var lent []string
 		Eventually(func(g Gomega) {
-			list, err := core.Nodes().List(ctx, metav1.ListOptions{LabelSelector: tide.LabelState + "=" + string(v1alpha1.StateOffline)})
+			list, err := core.Nodes().List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelTideState + "=" + string(v1alpha1.StateOffline)})
 			g.Expect(err).NotTo(HaveOccurred())
 			lent = nil
 			for _, n := range list.Items {
@@ -295,7 +296,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 		for i := range 2 {
 			_, err := core.Pods(ns).Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("batch-%d", i), Namespace: ns,
-					Labels: map[string]string{translator.LabelTier: records.TierLow.String()}},
+					Labels: map[string]string{wellknown.LabelTier: records.TierLow.String()}},
 				Spec: corev1.PodSpec{SchedulerName: scheduler, NodeSelector: map[string]string{poolLabel: "pool"},
 					Tolerations: translator.BatchTolerations,
 					Containers: []corev1.Container{{Name: "task", Image: "fake", Resources: corev1.ResourceRequirements{
@@ -325,7 +326,7 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 				n, err := core.Nodes().Get(ctx, name, metav1.GetOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOfflineToOnline))
-				d, err := time.Parse(time.RFC3339, n.Annotations[tide.AnnotationDeadline])
+				d, err := time.Parse(time.RFC3339, n.Annotations[wellknown.AnnotationTideNoticeDeadline])
 				g.Expect(err).NotTo(HaveOccurred())
 				deadlines[name] = d
 			}
@@ -473,14 +474,14 @@ var _ = Describe("The tide on the real node, with YARN jobs", Ordered, func() {
 			}
 			var taints []corev1.Taint
 			for _, t := range n.Spec.Taints {
-				if t.Key != tide.TaintKey {
+				if t.Key != wellknown.TaintTide {
 					taints = append(taints, t)
 				}
 			}
 			n.Spec.Taints = taints
-			delete(n.Labels, tide.LabelState)
-			delete(n.Labels, tide.LabelPool)
-			for _, a := range []string{tide.AnnotationSince, tide.AnnotationDeadline, tide.AnnotationNoticedPods, tide.AnnotationKilledPods, tide.AnnotationHooksDone} {
+			delete(n.Labels, wellknown.LabelTideState)
+			delete(n.Labels, wellknown.LabelTidePool)
+			for _, a := range []string{wellknown.AnnotationTideSince, wellknown.AnnotationTideNoticeDeadline, wellknown.AnnotationTideNoticedPods, wellknown.AnnotationTideKilledPods, wellknown.AnnotationTideHooksDone} {
 				delete(n.Annotations, a)
 			}
 			_, _ = core.Nodes().Update(ctx, n, metav1.UpdateOptions{})
@@ -544,7 +545,7 @@ var _ = Describe("The tide on the real node, with YARN jobs", Ordered, func() {
 			n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOfflineToOnline))
-			deadline, err = time.Parse(time.RFC3339, n.Annotations[tide.AnnotationDeadline])
+			deadline, err = time.Parse(time.RFC3339, n.Annotations[wellknown.AnnotationTideNoticeDeadline])
 			g.Expect(err).NotTo(HaveOccurred())
 		}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		GinkgoWriter.Printf("node %s taken back, notice until %s\n", node, deadline.Format(time.RFC3339))

@@ -19,6 +19,7 @@ import (
 	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // WeftOnKube is Weft run as processes beside a local cluster, the way a
@@ -270,7 +271,7 @@ func (w *WeftOnKube) PodReport() string {
 	names := map[string]bool{}
 	for _, p := range pods.Items {
 		names[p.Name] = true
-		fmt.Fprintf(&b, "  %s %s tier=%s node=%q %s\n", p.Name, p.Status.Phase, p.Labels[translator.LabelTier], p.Spec.NodeName, p.Status.Reason)
+		fmt.Fprintf(&b, "  %s %s tier=%s node=%q %s\n", p.Name, p.Status.Phase, p.Labels[wellknown.LabelTier], p.Spec.NodeName, p.Status.Reason)
 		for _, c := range p.Status.Conditions {
 			if c.Status != corev1.ConditionTrue {
 				fmt.Fprintf(&b, "    %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)

@@ -8,8 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/weft-sh/weft/rmfacade/state/kubestore"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // RemoveWeft takes a Weft deployed from deploy/ out of the cluster: its
@@ -39,7 +39,7 @@ func RemoveWeft(ctx context.Context, c *Cluster, clusterID string, within time.D
 			return fmt.Errorf("%d pods still in weft-system after %s (first: %s)", len(pods.Items), within, pods.Items[0].Name)
 		}
 	}
-	state := metav1.ListOptions{LabelSelector: kubestore.LabelStore + "=" + clusterID + "-rm-state"}
+	state := metav1.ListOptions{LabelSelector: wellknown.LabelRMState + "=" + clusterID + "-rm-state"}
 	if err := core.Secrets("weft-system").DeleteCollection(ctx, metav1.DeleteOptions{}, state); err != nil {
 		return fmt.Errorf("delete weft-rm's state: %w", err)
 	}
@@ -70,7 +70,7 @@ func RemoveContainers(ctx context.Context, c *Cluster, clusterID string) error {
 type Lent struct {
 	MilliCPU, Memory int64
 	At               time.Time
-	Utilization      *translator.NodeUtilization
+	Utilization      *wellknown.NodeUtilization
 }
 
 // WaitLent waits up to within for the colocation agent on node to publish,
@@ -83,10 +83,10 @@ func WaitLent(ctx context.Context, c *Cluster, node string, minMilli int64, sinc
 		if err != nil {
 			return Lent{}, err
 		}
-		cpu, mem := n.Status.Allocatable[translator.ReclaimedCPU], n.Status.Allocatable[translator.ReclaimedMemory]
+		cpu, mem := n.Status.Allocatable[wellknown.ReclaimedCPU], n.Status.Allocatable[wellknown.ReclaimedMemory]
 		last = Lent{MilliCPU: cpu.Value(), Memory: mem.Value()}
-		last.At, _ = time.Parse(time.RFC3339, n.Annotations[translator.AnnotationReclaimedAt])
-		if u, err := translator.ParseNodeUtilization(n.Annotations[translator.AnnotationUtilization]); err == nil {
+		last.At, _ = time.Parse(time.RFC3339, n.Annotations[wellknown.AnnotationReclaimedAt])
+		if u, err := wellknown.ParseNodeUtilization(n.Annotations[wellknown.AnnotationNodeUtilization]); err == nil {
 			last.Utilization = &u
 		}
 		// The heartbeat has a second's resolution.
@@ -95,7 +95,7 @@ func WaitLent(ctx context.Context, c *Cluster, node string, minMilli int64, sinc
 		}
 		if time.Now().After(deadline) {
 			return last, fmt.Errorf("node %s: no %dm of reclaimed CPU published with a heartbeat since %s within %s (last: %dm CPU, %d MiB, heartbeat %q)",
-				node, minMilli, since.Format(time.RFC3339), within, last.MilliCPU, last.Memory>>20, n.Annotations[translator.AnnotationReclaimedAt])
+				node, minMilli, since.Format(time.RFC3339), within, last.MilliCPU, last.Memory>>20, n.Annotations[wellknown.AnnotationReclaimedAt])
 		}
 	}
 }

@@ -64,10 +64,13 @@ type ContainerGrant struct {
 	Queue string
 }
 
-// Allocation tags carrying the RM's decisions.
+// Allocation tags carrying the RM's decisions, followed by the tier's
+// name and the queue. They are translator/wellknown's AllocationTagTier
+// and AllocationTagQueue, which this package, below translator, cannot
+// import; a test there keeps the two equal.
 const (
-	tagTier  = "weft.io/tier="
-	tagQueue = "weft.io/queue="
+	TagTier  = "weft.io/tier="
+	TagQueue = "weft.io/queue="
 )
 
 // ContainerToken issues the token an AM presents to start a container.
@@ -78,7 +81,7 @@ func (k *Keys) ContainerToken(g ContainerGrant) (*commonpb.TokenProto, error) {
 		ExpiryTimeStamp: proto.Int64(g.Expiry.UnixMilli()), MasterKeyId: proto.Int32(keyID), RmIdentifier: proto.Int64(g.RMIdentifier),
 		Priority: &yarnpb.PriorityProto{Priority: proto.Int32(g.Priority)}, CreationTime: proto.Int64(k.now().UnixMilli()),
 		ContainerType: yarnpb.ContainerTypeProto_TASK.Enum(), AllocationRequestId: proto.Int64(g.AllocationRequestID),
-		AllocationTags: []string{tagTier + g.Tier.String(), tagQueue + g.Queue},
+		AllocationTags: []string{TagTier + g.Tier.String(), TagQueue + g.Queue},
 	})
 	if err != nil {
 		return nil, err
@@ -110,10 +113,10 @@ func (k *Keys) VerifyContainerToken(t *commonpb.TokenProto, nodeID string) (*Con
 	var tier records.Tier
 	var queue string
 	for _, t := range id.GetAllocationTags() {
-		if v, ok := strings.CutPrefix(t, tagTier); ok {
+		if v, ok := strings.CutPrefix(t, TagTier); ok {
 			tier, _ = records.ParseTier(v)
 		}
-		if v, ok := strings.CutPrefix(t, tagQueue); ok {
+		if v, ok := strings.CutPrefix(t, TagQueue); ok {
 			queue = v
 		}
 	}

@@ -43,26 +43,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
-// Labels and annotations on the store's Secrets.
-const (
-	// LabelStore names the store a Secret belongs to.
-	LabelStore = "weft.io/rm-state"
-	// LabelRecord is log, snapshot or chunk.
-	LabelRecord = "weft.io/rm-state-record"
-	// annotationSeq is the log sequence number the object is at.
-	annotationSeq = "weft.io/rm-state-seq"
-	// annotationWriter identifies the write that created a log entry, so
-	// that a retried create can tell its own earlier success from another
-	// writer's entry.
-	annotationWriter = "weft.io/rm-state-writer"
-	// annotationChunks is how many chunks a snapshot has.
-	annotationChunks = "weft.io/rm-state-chunks"
-	dataKey          = "records.json.gz"
-	// secretType marks the Secrets as Weft's state, not credentials to mount.
-	secretType corev1.SecretType = "weft.io/rm-state"
-)
+// dataKey is the key of a store Secret's records; the Secrets' labels,
+// annotations and type are wellknown's RMState words.
+const dataKey = "records.json.gz"
 
 const (
 	recordLog      = "log"
@@ -200,7 +186,7 @@ func (s *Store) Load(fn func(table, key string, value []byte) error) error {
 	var snaps []*corev1.Secret
 	for i := range objs {
 		o := &objs[i]
-		switch o.Labels[LabelRecord] {
+		switch o.Labels[wellknown.LabelRMStateRecord] {
 		case recordLog:
 			seq, err := seqOf(o)
 			if err != nil {
@@ -224,7 +210,7 @@ func (s *Store) Load(fn func(table, key string, value []byte) error) error {
 		if err != nil {
 			return err
 		}
-		n, err := strconv.Atoi(snap.Annotations[annotationChunks])
+		n, err := wellknown.ParseCount(snap.Annotations[wellknown.AnnotationRMStateChunks])
 		if err != nil {
 			return fmt.Errorf("kubestore: snapshot %s: chunk count: %w", snap.Name, err)
 		}
@@ -299,7 +285,7 @@ func (s *Store) readChunks(chunks map[string]*corev1.Secret, seq int64, n int) (
 // chunks may be large).
 func (s *Store) list(ctx context.Context) ([]corev1.Secret, error) {
 	var out []corev1.Secret
-	opts := metav1.ListOptions{LabelSelector: LabelStore + "=" + s.opts.Name, Limit: 50}
+	opts := metav1.ListOptions{LabelSelector: wellknown.LabelRMState + "=" + s.opts.Name, Limit: 50}
 	for {
 		page, err := s.client.CoreV1().Secrets(s.opts.Namespace).List(ctx, opts)
 		if err != nil {
@@ -371,7 +357,7 @@ func (s *Store) Commit(ops []state.Op) error {
 func (s *Store) createLog(seq int64, data []byte) error {
 	writer := nonce()
 	obj := s.secret(s.logName(seq), recordLog, seq, data)
-	obj.Annotations[annotationWriter] = writer
+	obj.Annotations[wellknown.AnnotationRMStateWriter] = writer
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 	defer cancel()
 	secrets := s.client.CoreV1().Secrets(s.opts.Namespace)
@@ -383,7 +369,7 @@ func (s *Store) createLog(seq int64, data []byte) error {
 		}
 		if apierrors.IsAlreadyExists(err) {
 			got, gerr := secrets.Get(ctx, obj.Name, metav1.GetOptions{})
-			if gerr == nil && got.Annotations[annotationWriter] == writer {
+			if gerr == nil && got.Annotations[wellknown.AnnotationRMStateWriter] == writer {
 				return nil
 			}
 			if gerr == nil {
@@ -444,7 +430,7 @@ func (s *Store) compact(seq int64, tables map[string]map[string][]byte) {
 			return
 		}
 		for _, o := range objs {
-			if n, _ := seqOf(&o); o.Labels[LabelRecord] == recordChunk && n < seq {
+			if n, _ := seqOf(&o); o.Labels[wellknown.LabelRMStateRecord] == recordChunk && n < seq {
 				del(o.Name)
 			}
 		}
@@ -480,7 +466,7 @@ func (s *Store) writeSnapshot(ctx context.Context, seq int64, tables map[string]
 		}
 	}
 	manifest := s.secret(s.snapName(seq), recordSnapshot, seq, nil)
-	manifest.Annotations[annotationChunks] = strconv.Itoa(len(chunks))
+	manifest.Annotations[wellknown.AnnotationRMStateChunks] = wellknown.FormatCount(len(chunks))
 	if _, err := secrets.Create(ctx, manifest, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
@@ -497,9 +483,9 @@ func (s *Store) Close() error {
 func (s *Store) secret(name, record string, seq int64, data []byte) *corev1.Secret {
 	o := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.opts.Namespace,
-			Labels:      map[string]string{LabelStore: s.opts.Name, LabelRecord: record, "app.kubernetes.io/part-of": "weft"},
-			Annotations: map[string]string{annotationSeq: strconv.FormatInt(seq, 10)}},
-		Type: secretType,
+			Labels:      map[string]string{wellknown.LabelRMState: s.opts.Name, wellknown.LabelRMStateRecord: record, "app.kubernetes.io/part-of": "weft"},
+			Annotations: map[string]string{wellknown.AnnotationRMStateSeq: strconv.FormatInt(seq, 10)}},
+		Type: wellknown.SecretTypeRMState,
 	}
 	if data != nil {
 		o.Data = map[string][]byte{dataKey: data}
@@ -515,7 +501,7 @@ func (s *Store) chunkName(seq int64, i int) string {
 }
 
 func seqOf(o *corev1.Secret) (int64, error) {
-	seq, err := strconv.ParseInt(o.Annotations[annotationSeq], 10, 64)
+	seq, err := strconv.ParseInt(o.Annotations[wellknown.AnnotationRMStateSeq], 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("kubestore: %s: sequence number: %w", o.Name, err)
 	}

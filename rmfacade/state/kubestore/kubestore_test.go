@@ -17,6 +17,7 @@ import (
 
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/rmfacade/state"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 const ns = "weft-system"
@@ -57,7 +58,7 @@ func states(s *state.Store) string {
 
 func objects(t *testing.T, client *fake.Clientset, record string) []string {
 	t.Helper()
-	list, err := client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelRecord + "=" + record})
+	list, err := client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{LabelSelector: wellknown.LabelRMStateRecord + "=" + record})
 	if err != nil {
 		t.Fatal(err)
 	}

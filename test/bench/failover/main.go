@@ -47,6 +47,7 @@ import (
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 const (
@@ -278,8 +279,8 @@ func startPod(ctx context.Context, client kubernetes.Interface, c *yarnpb.Contai
 	cid := wire.ContainerIDOf(c.GetId())
 	_, err := client.CoreV1().Pods(jobs).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(cid.String()), Namespace: jobs, Labels: map[string]string{
-			translator.LabelManagedBy: "weft", translator.LabelRM: clusterID, translator.LabelContainer: cid.String(),
-			translator.LabelApp: cid.Attempt.App.String(), translator.LabelTier: records.TierLow.String()}},
+			wellknown.LabelManagedBy: wellknown.ManagedByWeft, wellknown.LabelRM: clusterID, wellknown.LabelContainer: cid.String(),
+			wellknown.LabelApp: cid.Attempt.App.String(), wellknown.LabelTier: records.TierLow.String()}},
 		Spec: corev1.PodSpec{NodeName: c.GetNodeId().GetHost(), Containers: []corev1.Container{{Name: "c", Image: "fake"}}},
 	}, metav1.CreateOptions{})
 	return err
@@ -287,7 +288,7 @@ func startPod(ctx context.Context, client kubernetes.Interface, c *yarnpb.Contai
 
 func waitPodsRunning(ctx context.Context, client kubernetes.Interface, n int) error {
 	for {
-		list, err := client.CoreV1().Pods(jobs).List(ctx, metav1.ListOptions{LabelSelector: translator.LabelRM + "=" + clusterID})
+		list, err := client.CoreV1().Pods(jobs).List(ctx, metav1.ListOptions{LabelSelector: wellknown.LabelRM + "=" + clusterID})
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The protocols' names as Hadoop's clients send them in each call.
@@ -213,7 +214,7 @@ func (a *am) start(ctx context.Context, name string) error {
 	// No weft.max-workers: weft-rm would hold quota for every worker the
 	// job may still run, which the simulation's applications do not
 	// declare (with it, the first job's reserve starved the others).
-	tags := []string{translator.TagMinWorkers + strconv.Itoa(a.j.Min), translator.TagHighPriorities + strconv.Itoa(amPriority)}
+	tags := []string{wellknown.TagMinWorkers + strconv.Itoa(a.j.Min), wellknown.TagHighPriorities + strconv.Itoa(amPriority)}
 	err = call(ctx, c, clientProtocol, "submitApplication", &yarnpb.SubmitApplicationRequestProto{ApplicationSubmissionContext: &yarnpb.ApplicationSubmissionContextProto{
 		ApplicationId: na.GetApplicationId(), ApplicationName: proto.String(name), Queue: proto.String(a.j.Queue), UnmanagedAm: proto.Bool(true),
 		ApplicationType: proto.String(a.mix.Name), ApplicationTags: tags, Resource: resourceOf(a.mix.AM, a.b.profile),

@@ -26,10 +26,10 @@ import (
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
 	"github.com/weft-sh/weft/scheduler/sim"
-	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 func TestClock(t *testing.T) {
@@ -505,14 +505,14 @@ func TestNodeMeter(t *testing.T) {
 }
 
 func TestPublished(t *testing.T) {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm", Labels: map[string]string{tide.LabelState: string(v1alpha1.StateOffline)},
-		Annotations: map[string]string{translator.AnnotationUtilization: translator.NodeUtilization{At: time.Unix(1, 0), NodeMilliCPU: 1500, BatchMilliCPU: 200}.String()}},
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm", Labels: map[string]string{wellknown.LabelTideState: string(v1alpha1.StateOffline)},
+		Annotations: map[string]string{wellknown.AnnotationNodeUtilization: wellknown.NodeUtilization{At: time.Unix(1, 0), NodeMilliCPU: 1500, BatchMilliCPU: 200}.String()}},
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			translator.ReclaimedCPU: resource.MustParse("309"), translator.ReclaimedMemory: *resource.NewQuantity(3<<29, resource.BinarySI)}}}
+			wellknown.ReclaimedCPU: resource.MustParse("309"), wellknown.ReclaimedMemory: *resource.NewQuantity(3<<29, resource.BinarySI)}}}
 	if got, want := published(n), "vm Offline: reclaimed 309m 1.5 GiB; uses 1500m (batch 200m, online 1300m)"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	delete(n.Annotations, translator.AnnotationUtilization)
+	delete(n.Annotations, wellknown.AnnotationNodeUtilization)
 	n.Status.Allocatable = nil
 	if got, want := published(n), "vm Offline: reclaimed 0m 0.0 GiB"; got != want {
 		t.Errorf("not published yet: got %s, want %s", got, want)

@@ -20,6 +20,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/sim"
 	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/translator"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // The real node (-real-node): this machine's kubelet and containerd,
@@ -265,9 +266,9 @@ func (m *nodeMeter) String() string {
 // memory weft-rm offers, and the node's use it measured (all processes,
 // of which the batch pods'; the rest is what it counts as online).
 func published(n *corev1.Node) string {
-	cpu, mem := n.Status.Allocatable[translator.ReclaimedCPU], n.Status.Allocatable[translator.ReclaimedMemory]
+	cpu, mem := n.Status.Allocatable[wellknown.ReclaimedCPU], n.Status.Allocatable[wellknown.ReclaimedMemory]
 	out := fmt.Sprintf("%s %s: reclaimed %dm %.1f GiB", n.Name, tide.StateOf(n), cpu.Value(), float64(mem.Value())/(1<<30))
-	if u, err := translator.ParseNodeUtilization(n.Annotations[translator.AnnotationUtilization]); err == nil {
+	if u, err := wellknown.ParseNodeUtilization(n.Annotations[wellknown.AnnotationNodeUtilization]); err == nil {
 		out += fmt.Sprintf("; uses %dm (batch %dm, online %dm)", u.NodeMilliCPU, u.BatchMilliCPU, u.NodeMilliCPU-u.BatchMilliCPU)
 	}
 	return out

@@ -40,6 +40,7 @@ import (
 	"github.com/weft-sh/weft/test/bench/kwokfleet"
 	"github.com/weft-sh/weft/test/e2e"
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 type options struct {
@@ -199,7 +200,7 @@ func (b *bench) restore(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if tide.StateOf(n) != v1alpha1.StateOnline || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == tide.TaintKey }) {
+		if tide.StateOf(n) != v1alpha1.StateOnline || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == wellknown.TaintTide }) {
 			return fmt.Errorf("node %s left %s with taints %v", name, tide.StateOf(n), n.Spec.Taints)
 		}
 		_, err = b.client.CoreV1().Pods(onlineNS).Create(ctx, &corev1.Pod{
@@ -322,7 +323,7 @@ func (b *bench) floor(ctx context.Context) (lend, back time.Duration, err error)
 	}
 	err = kwokfleet.Parallel(ctx, len(names), b.o.parallelism, func(i int) error {
 		node := names[i]
-		if err := setState(ctx, cl, node, v1alpha1.StateOnlineToOffline, tide.TaintTransition, nil); err != nil {
+		if err := setState(ctx, cl, node, v1alpha1.StateOnlineToOffline, wellknown.TaintTideTransition, nil); err != nil {
 			return err
 		}
 		for _, p := range byNode[node] {
@@ -345,7 +346,7 @@ func (b *bench) floor(ctx context.Context) (lend, back time.Duration, err error)
 				}
 			}
 		}
-		return setState(ctx, cl, node, v1alpha1.StateOffline, tide.TaintOffline, nil)
+		return setState(ctx, cl, node, v1alpha1.StateOffline, wellknown.TaintTideOffline, nil)
 	})
 	if err != nil {
 		return 0, 0, err
@@ -358,11 +359,11 @@ func (b *bench) floor(ctx context.Context) (lend, back time.Duration, err error)
 	start = time.Now()
 	err = kwokfleet.Parallel(ctx, len(names), b.o.parallelism, func(i int) error {
 		deadline := time.Now().UTC().Format(time.RFC3339)
-		if err := setState(ctx, cl, names[i], v1alpha1.StateOfflineToOnline, tide.TaintTransition,
-			map[string]any{tide.AnnotationDeadline: deadline, tide.AnnotationNoticedPods: "0"}); err != nil {
+		if err := setState(ctx, cl, names[i], v1alpha1.StateOfflineToOnline, wellknown.TaintTideTransition,
+			map[string]any{wellknown.AnnotationTideNoticeDeadline: deadline, wellknown.AnnotationTideNoticedPods: "0"}); err != nil {
 			return err
 		}
-		return setState(ctx, cl, names[i], v1alpha1.StateOnline, "", map[string]any{tide.AnnotationDeadline: nil, tide.AnnotationNoticedPods: nil})
+		return setState(ctx, cl, names[i], v1alpha1.StateOnline, "", map[string]any{wellknown.AnnotationTideNoticeDeadline: nil, wellknown.AnnotationTideNoticedPods: nil})
 	})
 	if err != nil {
 		return 0, 0, err
@@ -381,19 +382,19 @@ func setState(ctx context.Context, cl kubernetes.Interface, node string, s v1alp
 	}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if t.Key != tide.TaintKey {
+		if t.Key != wellknown.TaintTide {
 			taints = append(taints, t)
 		}
 	}
 	if taint != "" {
-		taints = append(taints, corev1.Taint{Key: tide.TaintKey, Value: taint, Effect: corev1.TaintEffectNoSchedule})
+		taints = append(taints, corev1.Taint{Key: wellknown.TaintTide, Value: taint, Effect: corev1.TaintEffectNoSchedule})
 	}
 	if annotations == nil {
 		annotations = map[string]any{}
 	}
-	annotations[tide.AnnotationSince] = time.Now().UTC().Format(time.RFC3339)
+	annotations[wellknown.AnnotationTideSince] = time.Now().UTC().Format(time.RFC3339)
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"labels": map[string]string{tide.LabelState: string(s)}, "annotations": annotations},
+		"metadata": map[string]any{"labels": map[string]string{wellknown.LabelTideState: string(s)}, "annotations": annotations},
 		"spec":     map[string]any{"taints": taints},
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // TidePool is a set of nodes that the tidal controller lends whole to
@@ -127,11 +129,15 @@ type TimedWindow struct {
 // NodeState is where a pool's node is in the tide.
 type NodeState string
 
+// The states are the values of the node's tide-state label, which the
+// controller writes and the RM and the node agent read: one set of
+// states, and one state machine (wellknown.TideState), for the API and
+// the label.
 const (
-	StateOnline          NodeState = "Online"
-	StateOnlineToOffline NodeState = "OnlineToOffline"
-	StateOffline         NodeState = "Offline"
-	StateOfflineToOnline NodeState = "OfflineToOnline"
+	StateOnline          = NodeState(wellknown.TideOnline)
+	StateOnlineToOffline = NodeState(wellknown.TideOnlineToOffline)
+	StateOffline         = NodeState(wellknown.TideOffline)
+	StateOfflineToOnline = NodeState(wellknown.TideOfflineToOnline)
 )
 
 // TidePoolStatus is what the controller observed and did.

@@ -1,4 +1,4 @@
-package translator
+package wellknown
 
 import (
 	"encoding/json"
@@ -6,14 +6,8 @@ import (
 	"time"
 )
 
-// AnnotationUtilization is the Node annotation in which Weft's node agent
-// writes what the node used at its last measurement (a NodeUtilization in
-// JSON), with each heartbeat. It stands in for what a NodeManager sends in
-// every NodeHeartbeatRequest (nodeUtilization, containersUtilization);
-// weft-rm shows it as the node's resourceUtilization in YARN's REST API.
-const AnnotationUtilization = "weft.io/node-utilization"
-
-// NodeUtilization is one measurement of a node, in Kubernetes' units.
+// NodeUtilization is one measurement of a node, in Kubernetes' units:
+// an AnnotationNodeUtilization value.
 type NodeUtilization struct {
 	// At is when it was measured.
 	At time.Time `json:"at"`
@@ -34,14 +28,14 @@ func (u NodeUtilization) String() string {
 	return string(b)
 }
 
-// ParseNodeUtilization reads an AnnotationUtilization value.
+// ParseNodeUtilization reads an AnnotationNodeUtilization value.
 func ParseNodeUtilization(s string) (NodeUtilization, error) {
 	var u NodeUtilization
 	if err := json.Unmarshal([]byte(s), &u); err != nil {
-		return NodeUtilization{}, fmt.Errorf("translator: %s: %w", AnnotationUtilization, err)
+		return NodeUtilization{}, fmt.Errorf("wellknown: %s: %w", AnnotationNodeUtilization, err)
 	}
 	if u.At.IsZero() || u.NodeMilliCPU < 0 || u.NodeMemory < 0 || u.BatchMilliCPU < 0 || u.BatchMemory < 0 {
-		return NodeUtilization{}, fmt.Errorf("translator: %s: %q is not a measurement", AnnotationUtilization, s)
+		return NodeUtilization{}, fmt.Errorf("wellknown: %s: %q is not a measurement", AnnotationNodeUtilization, s)
 	}
 	return u, nil
 }
