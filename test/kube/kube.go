@@ -57,21 +57,38 @@ func Connect(kubeconfig string) (*Cluster, error) {
 }
 
 // Up starts the control plane unless it runs already.
-func Up(ctx context.Context) (*Cluster, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(scriptDir(), "up.sh"))
+func Up(ctx context.Context) (*Cluster, error) { return up(ctx) }
+
+// UpNodes starts the kind-style cluster of n nodes (up.sh --nodes n)
+// unless it runs already: the control plane and each node in a network
+// namespace of their own, each node with its own containerd, kubelet,
+// cgroup subtree and address (see net.sh). It shares nothing with Up's
+// cluster, and both may run at once.
+func UpNodes(ctx context.Context, n int) (*Cluster, error) {
+	return up(ctx, "--nodes", strconv.Itoa(n))
+}
+
+func up(ctx context.Context, args ...string) (*Cluster, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(scriptDir(), "up.sh"), args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("kube up: %v\n%s", err, errOut.String())
+		return nil, fmt.Errorf("kube up %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 	}
 	return Connect(strings.TrimSpace(out.String()))
 }
 
 // Down stops the control plane up.sh started.
-func Down(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, filepath.Join(scriptDir(), "down.sh")).CombinedOutput()
+func Down(ctx context.Context) error { return down(ctx) }
+
+// DownNodes stops the kind-style cluster UpNodes started, and removes its
+// network namespaces and links.
+func DownNodes(ctx context.Context) error { return down(ctx, "--nodes", "1") }
+
+func down(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, filepath.Join(scriptDir(), "down.sh"), args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("kube down: %v\n%s", err, out)
+		return fmt.Errorf("kube down %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }

@@ -1,28 +1,56 @@
 #!/usr/bin/env bash
-# Starts the local cluster's one node (called by up.sh with the directory of
+# Starts a node of the local cluster (called by up.sh with the directory of
 # the built binaries): containerd with a config of its own (socket, root and
-# state under the cluster's state dir; the kubelet's sandbox image; cgroupfs;
+# state under the node's state dir; the kubelet's sandbox image; cgroupfs;
 # a bridge CNI network), the images built on this machine, and the kubelet,
 # then waits for the Node to be Ready.
+#
+# Without WEFT_NODE_INDEX, the one-node cluster's node: this machine's
+# network and cgroup root, state in the cluster's state dir. With
+# WEFT_NODE_INDEX=i, node i of a kind-style cluster (net.sh): containerd
+# and the kubelet run in the node's network namespace on its own address,
+# pods in the node's cgroup subtree (/weft-node-i) and pod range, state
+# under nodes/weft-node-i.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$1
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
 state=${WEFT_KUBE_STATE:-$cache/kube}
-node=$(hostname | tr '[:upper:]' '[:lower:]')
-ctrd=$state/containerd
+# shellcheck source=net.sh
+. "$here/net.sh"
+index=${WEFT_NODE_INDEX:-}
+if [ -z "$index" ]; then
+  node=$(hostname | tr '[:upper:]' '[:lower:]')
+  nstate=$state
+  in_node=()
+  node_address=127.0.0.1
+  cgroup_root=/
+  pod_subnet=10.88.0.0/16
+else
+  node=$(net_node_name "$index")
+  nstate=$state/nodes/$node
+  in_node=(nsenter --net="/run/netns/$node")
+  node_address=$(net_node_ip "$index")
+  cgroup_root=/$node
+  pod_subnet=$(net_pod_subnet "$index")
+fi
+ctrd=$nstate/containerd
 sock=$ctrd/containerd.sock
-log() { echo "kube/node-up: $*" >&2; }
-alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
-mkdir -p "$ctrd" "$state/cni/net.d" "$state/kubelet" "$state/logs"
+log() { echo "kube/node-up${index:+ $node}: $*" >&2; }
+alive() { [ -f "$nstate/$1.pid" ] && kill -0 "$(cat "$nstate/$1.pid")" 2>/dev/null; }
+mkdir -p "$ctrd" "$nstate/cni/net.d" "$nstate/kubelet" "$nstate/logs"
 
-# One node per machine: a second cluster's kubelet (the e2e suites' under
-# ~/.cache/weft/kube, the benchmarks' under ~/.cache/weft/bench-kube) would
-# share this one's cgroup root (kubepods, whose pods each kubelet's QoS
-# manager treats as its own), its ports (10250, 10248) and the pods'
-# bridge (weft0, 10.88.0.0/16). Refuse, naming the one to stop.
-if ! alive kubelet; then
+# One node in this machine's network: a second cluster's kubelet there
+# (the e2e suites' under ~/.cache/weft/kube, the benchmarks' under
+# ~/.cache/weft/bench-kube) would share this one's cgroup root (kubepods,
+# whose pods each kubelet's QoS manager treats as its own), its ports
+# (10250, 10248) and the pods' bridge (weft0, 10.88.0.0/16). Refuse, naming
+# the one to stop. A kind-style node has a network namespace and cgroup
+# subtree of its own, and shares none of these.
+if [ -z "$index" ] && ! alive kubelet; then
+  here_net=$(readlink /proc/self/ns/net)
   for pid in $(pgrep -f -- "kubelet --config " || true); do
+    [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$here_net" ] || continue
     other=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | sed -n 's/.*--root-dir \([^ ]*\)\/kubelet\/root .*/\1/p')
     if [ -n "$other" ] && [ "$other" != "$state" ]; then
       log "another cluster's node runs on this machine (kubelet pid $pid, state $other): stop it first (WEFT_KUBE_STATE=$other $here/down.sh)"
@@ -54,39 +82,66 @@ state = "$ctrd/state"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$state/cni/net.d"
+    conf_dir = "$nstate/cni/net.d"
 TOML
 # Pods' own network: a bridge on this machine with no masquerading, so pod
 # traffic stays here.
-cat > "$state/cni/net.d/10-weft.conflist" <<'JSON'
+# A kind-style node's bridge is in its own namespace, its range its own;
+# its pods route the cluster's ranges (the nodes' and every node's pods')
+# through it, and net.sh routes the other nodes' ranges to them. Nothing
+# else is routed: a pod reaches nothing outside the machine. Each node's
+# host-local keeps its leases in a dataDir of its own.
+ipam_more=
+[ -n "$index" ] && ipam_more=", \"dataDir\": \"$nstate/cni/ipam\", \"routes\": [{\"dst\": \"$net_prefix.0.0/24\"}, {\"dst\": \"$net_pods\"}]"
+cat > "$nstate/cni/net.d/10-weft.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "weft",
  "plugins": [
   {"type": "bridge", "bridge": "weft0", "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]]}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_subnet"}]]$ipam_more}},
   {"type": "loopback"}
  ]}
 JSON
 
+# A kind-style node's cgroup subtree: the kubelet manages its pods' QoS
+# cgroups below a root that must exist. A v1 cpuset cgroup starts with no
+# CPUs or memory nodes; it gets its parent's.
+if [ "$cgroup_root" != / ]; then
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    mkdir -p "/sys/fs/cgroup$cgroup_root"
+  else
+    for c in /sys/fs/cgroup/*/; do
+      [ -L "${c%/}" ] && continue
+      mkdir -p "$c${cgroup_root#/}"
+      if [ -f "${c}cpuset.cpus" ] && [ -z "$(cat "$c${cgroup_root#/}/cpuset.cpus")" ]; then
+        cat "${c}cpuset.cpus" > "$c${cgroup_root#/}/cpuset.cpus"
+        cat "${c}cpuset.mems" > "$c${cgroup_root#/}/cpuset.mems"
+      fi
+    done
+  fi
+fi
+
 if ! alive containerd; then
   log "starting containerd ($sock)"
   # The previous run's log is kept (.prev): a flake is told there.
-  [ -f "$state/logs/containerd.log" ] && mv -f "$state/logs/containerd.log" "$state/logs/containerd.log.prev"
-  setsid containerd --config "$ctrd/config.toml" >"$state/logs/containerd.log" 2>&1 </dev/null &
-  echo $! > "$state/containerd.pid"
+  [ -f "$nstate/logs/containerd.log" ] && mv -f "$nstate/logs/containerd.log" "$nstate/logs/containerd.log.prev"
+  setsid "${in_node[@]}" containerd --config "$ctrd/config.toml" >"$nstate/logs/containerd.log" 2>&1 </dev/null &
+  echo $! > "$nstate/containerd.pid"
   for _ in $(seq 100); do ctr --address "$sock" version >/dev/null 2>&1 && break; sleep 0.2; done
 fi
 
 # The cluster's images (pause, busybox, node-runtime), imported when changed.
 (cd "$here/../.." && go build -o "$cache/bin/kube-images" ./cmd/kube-images)
-"$cache/bin/kube-images" -address "$sock" -dir "$state/images" -cluster
+"$cache/bin/kube-images" -address "$sock" -dir "$nstate/images" -cluster
 
-# anonymous + AlwaysAllow: the kubelet's API listens on 127.0.0.1 only, for
-# the API server's logs/exec proxy of this single-user test machine.
-cat > "$state/kubelet/config.yaml" <<YAML
+# anonymous + AlwaysAllow: the kubelet's API listens on 127.0.0.1 (or a
+# kind-style node's address, inside this machine) only, for the API
+# server's logs/exec proxy of this single-user test machine.
+cat > "$nstate/kubelet/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: $node_address
 port: 10250
+cgroupRoot: $cgroup_root
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
@@ -110,11 +165,13 @@ since=""
 if ! alive kubelet; then
   log "starting kubelet (node $node)"
   since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  [ -f "$state/logs/kubelet.log" ] && mv -f "$state/logs/kubelet.log" "$state/logs/kubelet.log.prev"
-  setsid "$bin/kubelet" --config "$state/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
-    --root-dir "$state/kubelet/root" --hostname-override "$node" \
-    >"$state/logs/kubelet.log" 2>&1 </dev/null &
-  echo $! > "$state/kubelet.pid"
+  [ -f "$nstate/logs/kubelet.log" ] && mv -f "$nstate/logs/kubelet.log" "$nstate/logs/kubelet.log.prev"
+  node_ip=()
+  [ -n "$index" ] && node_ip=(--node-ip "$node_address")
+  setsid "${in_node[@]}" "$bin/kubelet" --config "$nstate/kubelet/config.yaml" --kubeconfig "$state/kubeconfig" \
+    --root-dir "$nstate/kubelet/root" --hostname-override "$node" "${node_ip[@]}" \
+    >"$nstate/logs/kubelet.log" 2>&1 </dev/null &
+  echo $! > "$nstate/kubelet.pid"
 fi
 kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
 for _ in $(seq 300); do
@@ -125,6 +182,6 @@ for _ in $(seq 300); do
   alive kubelet || break
   sleep 0.2
 done
-log "node $node did not become Ready; see $state/logs/kubelet.log"
-tail -20 "$state/logs/kubelet.log" >&2
+log "node $node did not become Ready; see $nstate/logs/kubelet.log"
+tail -20 "$nstate/logs/kubelet.log" >&2
 exit 1

@@ -9,25 +9,74 @@
 # cgroupfs driver, a bridge CNI network of its own (10.88.0.0/16, no route
 # out), images built on this machine (cmd/kube-images) instead of
 # pulled. Set WEFT_KUBE_NODE=0 for the control plane alone.
+#
+# --nodes N (or WEFT_KUBE_NODES=N) brings up a kind-style cluster instead
+# (net.sh): the control plane and N nodes each in a network namespace of
+# its own with its own address, each node with its own containerd,
+# kubelet and cgroup subtree (/weft-node-i), state under
+# ~/.cache/weft/kube-nodes. It shares no port, cgroup or bridge with the
+# one-node cluster, so both can run at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
-state=${WEFT_KUBE_STATE:-$cache/kube}
+nodes=${WEFT_KUBE_NODES:-0}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes) nodes=$2; shift 2 ;;
+    --nodes=*) nodes=${1#--nodes=}; shift ;;
+    *) echo "kube/up: unknown argument $1 (usage: up.sh [--nodes N])" >&2; exit 2 ;;
+  esac
+done
+[[ $nodes =~ ^[0-9]+$ ]] && [ "$nodes" -le 20 ] || { echo "kube/up: --nodes takes 1 to 20" >&2; exit 2; }
+if [ "$nodes" -gt 0 ]; then
+  state=${WEFT_KUBE_STATE:-$cache/kube-nodes}
+else
+  state=${WEFT_KUBE_STATE:-$cache/kube}
+fi
+# node-up.sh finds the cluster's state where this script keeps it.
+export WEFT_KUBE_STATE=$state
+# shellcheck source=net.sh
+. "$here/net.sh"
+# cp runs a control-plane process where the control plane lives: this
+# machine's network, or the kind-style cluster's control-plane namespace.
+cp_ip=127.0.0.1
+cp=()
+if [ "$nodes" -gt 0 ]; then
+  cp_ip=$net_cp_ip
+  cp=(nsenter --net=/run/netns/weft-cp)
+fi
 etcd_port=${WEFT_ETCD_PORT:-23790}
 api_port=${WEFT_APISERVER_PORT:-26443}
-stamp=$(cat "$here/k8s/go.mod" "$here/k8s/go.sum" "$here"/k8s/cmd/*/main.go | sha256sum | cut -c1-12)
+# The binaries report the version they are built from (kubectl get nodes,
+# /version), as released ones do: component-base's version variables,
+# which a build outside Kubernetes' own scripts leaves at v0.0.0-master.
+k8s_version=$(sed -n 's/^\tk8s.io\/kubernetes v\([0-9.]*\)$/\1/p' "$here/k8s/go.mod")
+k8s_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags="$k8s_ldflags -X $pkg.gitVersion=v$k8s_version -X $pkg.gitMajor=${k8s_version%%.*}"
+  minor=${k8s_version#*.}
+  k8s_ldflags="$k8s_ldflags -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+done
+stamp=$( (cat "$here/k8s/go.mod" "$here/k8s/go.sum" "$here"/k8s/cmd/*/main.go; echo "$k8s_ldflags") | sha256sum | cut -c1-12)
 bin=$cache/k8s/bin-$stamp
 mkdir -p "$state/logs" "$cache/k8s"
 log() { echo "kube/up: $*" >&2; }
 
 alive() { [ -f "$state/$1.pid" ] && kill -0 "$(cat "$state/$1.pid")" 2>/dev/null; }
 ready() { curl -sf --max-time 2 --cacert "$state/pki/ca.crt" -H "Authorization: Bearer $(cat "$state/pki/admin.token" 2>/dev/null)" \
-  "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; }
+  "https://$cp_ip:$api_port/readyz" >/dev/null 2>&1; }
 
 with_node=${WEFT_KUBE_NODE:-1}
 # WEFT_KUBE_SCHEDULER=0 leaves kube-scheduler out (a benchmark starts its own).
 with_scheduler=${WEFT_KUBE_SCHEDULER:-1}
-node_alive() { [ "$with_node" = 0 ] || { alive containerd && alive kubelet; }; }
+node_alive() {
+  [ "$with_node" = 0 ] && return 0
+  if [ "$nodes" -eq 0 ]; then alive containerd && alive kubelet; return; fi
+  local i
+  for i in $(seq "$nodes"); do
+    alive "nodes/$(net_node_name "$i")/containerd" && alive "nodes/$(net_node_name "$i")/kubelet" || return 1
+  done
+}
 scheduler_alive() { [ "$with_scheduler" = 0 ] || alive kube-scheduler; }
 if alive etcd && alive kube-apiserver && alive kube-controller-manager && scheduler_alive && node_alive && ready; then
   echo "$state/kubeconfig"
@@ -50,8 +99,17 @@ fi
 exec 9>"$cache/k8s/build.lock"
 flock 9
 if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ] || [ ! -x "$bin/kubelet" ] || [ ! -x "$bin/kubectl" ]; then
-  log "building Kubernetes (a few minutes, once)"
-  (cd "$here/k8s" && go build -trimpath -ldflags='-s -w' -o "$bin/" ./cmd/...)
+  # A first build is long and would otherwise be silent: say so up front
+  # and every minute.
+  log "building Kubernetes v$k8s_version from the Go module proxy (once: about 10-15 minutes on 2 cores)"
+  started=$SECONDS
+  (while sleep 60; do log "still building Kubernetes ($(( (SECONDS - started) / 60 )) min)"; done) &
+  ticker=$!
+  rc=0
+  (cd "$here/k8s" && go build -trimpath -ldflags="$k8s_ldflags" -o "$bin/" ./cmd/...) || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  [ "$rc" = 0 ] || { log "building Kubernetes failed"; exit "$rc"; }
+  log "built Kubernetes in $(( (SECONDS - started) / 60 )) min"
 fi
 flock -u 9
 mkdir -p "$cache/bin"
@@ -67,7 +125,7 @@ if [ ! -f "$pki/apiserver.crt" ]; then
     -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
     -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n' > "$pki/san.ext"
+  printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost,DNS:kubernetes.default.svc\n' "$net_cp_ip" > "$pki/san.ext"
   openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
     -days 3650 -extfile "$pki/san.ext" -out "$pki/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
@@ -76,31 +134,40 @@ if [ ! -f "$pki/apiserver.crt" ]; then
   printf '%s,admin,admin,system:masters\n' "$(cat "$pki/admin.token")" > "$pki/tokens.csv"
 fi
 
+# The kind-style cluster's namespaces and routes (net.sh), before anything
+# starts in them.
+if [ "$nodes" -gt 0 ]; then
+  net_up "$nodes"
+fi
+kubelet_address_types=Hostname,InternalIP
+[ "$nodes" -gt 0 ] && kubelet_address_types=InternalIP
+
 if ! alive etcd; then
-  log "starting etcd on 127.0.0.1:$etcd_port"
-  setsid etcd --name weft --data-dir "$state/etcd" \
+  log "starting etcd on $cp_ip:$etcd_port"
+  setsid "${cp[@]}" etcd --name weft --data-dir "$state/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((etcd_port + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 10))" \
     --initial-cluster "weft=http://127.0.0.1:$((etcd_port + 10))" \
     >"$state/logs/etcd.log" 2>&1 </dev/null &
   echo $! > "$state/etcd.pid"
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.2; done
+  for _ in $(seq 100); do "${cp[@]}" curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.2; done
 fi
 
-# The kubelet refuses a loopback node IP, so the node's InternalIP is this
-# machine's own address; the API server reaches the kubelet (logs, exec) by
-# the node's hostname instead, which resolves to 127.0.0.1, where the
-# kubelet listens.
+# The one-node cluster: the kubelet refuses a loopback node IP, so the
+# node's InternalIP is this machine's own address; the API server reaches
+# the kubelet (logs, exec) by the node's hostname instead, which resolves to
+# 127.0.0.1, where the kubelet listens. A kind-style node's kubelet listens
+# on its node's own address, its InternalIP.
 if ! alive kube-apiserver; then
-  log "starting kube-apiserver on 127.0.0.1:$api_port"
-  setsid "$bin/kube-apiserver" \
+  log "starting kube-apiserver on $cp_ip:$api_port"
+  setsid "${cp[@]}" "$bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --bind-address "$cp_ip" --advertise-address "$cp_ip" --secure-port "$api_port" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --token-auth-file "$pki/tokens.csv" \
     --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
-    --kubelet-preferred-address-types Hostname,InternalIP \
+    --kubelet-preferred-address-types "$kubelet_address_types" \
     >"$state/logs/kube-apiserver.log" 2>&1 </dev/null &
   echo $! > "$state/kube-apiserver.pid"
 fi
@@ -117,7 +184,7 @@ kind: Config
 clusters:
 - name: weft-local
   cluster:
-    server: https://127.0.0.1:$api_port
+    server: https://$cp_ip:$api_port
     certificate-authority: $pki/ca.crt
 users:
 - name: admin
@@ -132,14 +199,14 @@ KUBECONFIG
 # default scheduler, as the admin: a local test cluster.
 if ! alive kube-controller-manager; then
   log "starting kube-controller-manager"
-  setsid "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+  setsid "${cp[@]}" "$bin/kube-controller-manager" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" --use-service-account-credentials=false \
     >"$state/logs/kube-controller-manager.log" 2>&1 </dev/null &
   echo $! > "$state/kube-controller-manager.pid"
 fi
 if [ "$with_scheduler" != 0 ] && ! alive kube-scheduler; then
   log "starting kube-scheduler"
-  setsid "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
+  setsid "${cp[@]}" "$bin/kube-scheduler" --kubeconfig "$state/kubeconfig" --secure-port 0 --leader-elect=false \
     >"$state/logs/kube-scheduler.log" 2>&1 </dev/null &
   echo $! > "$state/kube-scheduler.pid"
 fi
@@ -147,7 +214,18 @@ sleep 1
 for p in kube-controller-manager $([ "$with_scheduler" = 0 ] || echo kube-scheduler); do
   alive "$p" || { log "$p exited; see $state/logs/$p.log"; tail -20 "$state/logs/$p.log" >&2; exit 1; }
 done
-if [ "$with_node" != 0 ]; then
+if [ "$with_node" != 0 ] && [ "$nodes" -eq 0 ]; then
   "$here/node-up.sh" "$bin"
+elif [ "$with_node" != 0 ]; then
+  # The nodes start together and are waited for together: each one's
+  # kubelet registers in parallel with the others'.
+  pids=()
+  for i in $(seq "$nodes"); do
+    WEFT_NODE_INDEX=$i "$here/node-up.sh" "$bin" &
+    pids+=($!)
+  done
+  failed=0
+  for p in "${pids[@]}"; do wait "$p" || failed=1; done
+  [ "$failed" = 0 ] || exit 1
 fi
 echo "$state/kubeconfig"
