@@ -177,11 +177,7 @@ func waitRunning(ctx context.Context, c *kube.Cluster, pod *corev1.Pod) *corev1.
 		p, err := c.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
-		ready := false
-		for _, cond := range p.Status.Conditions {
-			ready = ready || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
-		}
-		g.Expect(ready).To(BeTrue(), "pod %s Ready", p.Name)
+		g.Expect(podReady(p)).To(BeTrue(), "pod %s Ready", p.Name)
 		got = p
 	}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 	return got

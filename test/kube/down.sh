@@ -103,14 +103,7 @@ else
   stop_node "" ""
 fi
 for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
-  if [ -f "$state/$p.pid" ]; then
-    pid=$(cat "$state/$p.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-      kill "$pid"
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    fi
-    rm -f "$state/$p.pid"
-  fi
+  if [ -f "$state/$p.pid" ]; then stop "$p"; fi
 done
 # The kind-style cluster's namespaces and links go once nothing runs in
 # them.
