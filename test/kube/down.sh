@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stops the processes up.sh started (by their PID files); --purge also
 # removes etcd's data and the certificates. --nodes N (any N > 0) stops the
-# kind-style cluster up.sh --nodes started, its nodes and its network.
+# kind-style cluster up.sh --nodes started, its nodes and its network,
+# and takes its names out of /etc/hosts.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
@@ -106,8 +107,11 @@ for p in kube-scheduler kube-controller-manager kube-apiserver etcd; do
   if [ -f "$state/$p.pid" ]; then stop "$p"; fi
 done
 # The kind-style cluster's namespaces and links go once nothing runs in
-# them.
-[ "$kind" = 0 ] || net_down
+# them, and its names leave /etc/hosts.
+if [ "$kind" != 0 ]; then
+  net_down
+  net_hosts_down
+fi
 if [ "$purge" = 1 ]; then
   # The kubelet's root holds mounts of pods' volumes, and containerd's
   # state the sandboxes' /dev/shm (left mounted when their shims are

@@ -73,6 +73,56 @@ net_up() {
   done
 }
 
+# The cluster's names in this machine's /etc/hosts, between these marker
+# lines: YARN names a node by its Kubernetes node name (weft-node-2:8041),
+# and clients here, the RM and AMs in host-network pods (whose /etc/hosts
+# the kubelet copies from this machine's, the nodes sharing its
+# filesystem) reach the node by that name, at the node's own address.
+net_hosts=/etc/hosts
+net_hosts_begin='# BEGIN weft kind-style cluster (test/kube/net.sh)'
+net_hosts_end='# END weft kind-style cluster'
+
+# net_hosts_strip: the hosts file without the cluster's block.
+net_hosts_strip() {
+  awk -v b="$net_hosts_begin" -v e="$net_hosts_end" \
+    '$0 == b {skip = 1; next} skip && $0 == e {skip = 0; next} !skip' "$net_hosts"
+}
+
+# net_hosts_write FILE: the hosts file gets FILE's content, in place (it may
+# be a bind mount, which a rename over it would not replace), and only if
+# that changes it.
+net_hosts_write() {
+  cmp -s "$1" "$net_hosts" || cat "$1" > "$net_hosts"
+}
+
+# net_hosts_up N: the block for the control plane and N nodes, replacing
+# an earlier one; every other line stays as it is.
+net_hosts_up() {
+  local n=$1 i tmp
+  tmp=$(mktemp)
+  {
+    net_hosts_strip
+    echo "$net_hosts_begin"
+    echo "$net_cp_ip weft-cp"
+    for i in $(seq "$n"); do
+      echo "$(net_node_ip "$i") $(net_node_name "$i")"
+    done
+    echo "$net_hosts_end"
+  } > "$tmp"
+  net_hosts_write "$tmp"
+  rm -f "$tmp"
+}
+
+# net_hosts_down: the block goes, if there is one.
+net_hosts_down() {
+  local tmp
+  grep -qxF "$net_hosts_begin" "$net_hosts" 2>/dev/null || return 0
+  tmp=$(mktemp)
+  net_hosts_strip > "$tmp"
+  net_hosts_write "$tmp"
+  rm -f "$tmp"
+}
+
 # net_down: every namespace and link net_up made (a namespace's processes
 # must have ended first: down.sh stops them).
 net_down() {

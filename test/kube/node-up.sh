@@ -10,7 +10,8 @@
 # WEFT_NODE_INDEX=i, node i of a kind-style cluster (net.sh): containerd
 # and the kubelet run in the node's network namespace on its own address,
 # pods in the node's cgroup subtree (/weft-node-i) and pod range, state
-# under nodes/weft-node-i.
+# under nodes/weft-node-i; WEFT_NODE_COUNT=N, the cluster's nodes, makes
+# the node's capacity an Nth of this machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$1
@@ -33,6 +34,17 @@ else
   node_address=$(net_node_ip "$index")
   cgroup_root=/$node
   pod_subnet=$(net_pod_subnet "$index")
+  # The node's share of this machine, an Nth of its CPUs and memory (as
+  # the kubelet counts them), so that the nodes together offer the machine
+  # once: a bound on its cgroup root, and the kubelet's systemReserved the
+  # rest, so that its allocatable says the same.
+  count=${WEFT_NODE_COUNT:?must be set with WEFT_NODE_INDEX: the number of nodes}
+  cpus=$(getconf _NPROCESSORS_ONLN)
+  memory=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 1024))
+  share_cpu_quota=$((cpus * 100000 / count))
+  share_memory=$((memory / count))
+  reserved_milli_cpu=$((cpus * 1000 - cpus * 1000 / count))
+  reserved_memory=$((memory - share_memory))
 fi
 ctrd=$nstate/containerd
 sock=$ctrd/containerd.sock
@@ -104,10 +116,20 @@ JSON
 
 # A kind-style node's cgroup subtree: the kubelet manages its pods' QoS
 # cgroups below a root that must exist. A v1 cpuset cgroup starts with no
-# CPUs or memory nodes; it gets its parent's.
+# CPUs or memory nodes; it gets its parent's. The root is bounded to the
+# node's share before the kubelet starts. The kernel refuses a bound below
+# what a cgroup under it already has (v1: a CFS quota; memory in use it
+# cannot reclaim): the node then keeps its earlier bound, if any, and the
+# log says so.
+bound() {
+  echo "$2" > "$1" 2>/dev/null || log "cannot set $1 to $2: the node's pods may use more than its share"
+}
 if [ "$cgroup_root" != / ]; then
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
     mkdir -p "/sys/fs/cgroup$cgroup_root"
+    c=/sys/fs/cgroup$cgroup_root
+    if [ -f "$c/cpu.max" ]; then bound "$c/cpu.max" "$share_cpu_quota 100000"; fi
+    if [ -f "$c/memory.max" ]; then bound "$c/memory.max" "$share_memory"; fi
   else
     for c in /sys/fs/cgroup/*/; do
       [ -L "${c%/}" ] && continue
@@ -117,6 +139,12 @@ if [ "$cgroup_root" != / ]; then
         cat "${c}cpuset.mems" > "$c${cgroup_root#/}/cpuset.mems"
       fi
     done
+    # cpu may be mounted on its own or with cpuacct (cpu then a link to
+    # cpu,cpuacct): this path is the hierarchy either way.
+    c=/sys/fs/cgroup/cpu$cgroup_root
+    bound "$c/cpu.cfs_period_us" 100000
+    bound "$c/cpu.cfs_quota_us" "$share_cpu_quota"
+    bound "/sys/fs/cgroup/memory$cgroup_root/memory.limit_in_bytes" "$share_memory"
   fi
 fi
 
@@ -157,6 +185,12 @@ resolvConf: /etc/resolv.conf
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 YAML
+# A kind-style node's allocatable is its share: the rest of the machine is
+# reserved. Only the pods' cgroup enforces allocatable (the kubelet's
+# default), as on the one-node cluster: nothing enforces the reservation.
+if [ -n "$index" ]; then
+  echo "systemReserved: {cpu: \"${reserved_milli_cpu}m\", memory: \"$reserved_memory\"}" >> "$nstate/kubelet/config.yaml"
+fi
 # The Node in etcd may still say Ready from a kubelet of an earlier run:
 # a kubelet started here counts as Ready once it has itself posted a
 # heartbeat (the condition's lastHeartbeatTime after its start), so that

@@ -14,8 +14,10 @@
 # (net.sh): the control plane and N nodes each in a network namespace of
 # its own with its own address, each node with its own containerd,
 # kubelet and cgroup subtree (/weft-node-i), state under
-# ~/.cache/weft/kube-nodes. It shares no port, cgroup or bridge with the
-# one-node cluster, so both can run at once.
+# ~/.cache/weft/kube-nodes. Each node gets an Nth of this machine's CPUs
+# and memory (node-up.sh), and every name of the cluster an /etc/hosts
+# entry. It shares no port, cgroup or bridge with the one-node cluster, so
+# both can run at once.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEFT_CACHE:-$HOME/.cache/weft}
@@ -78,6 +80,11 @@ node_alive() {
   done
 }
 scheduler_alive() { [ "$with_scheduler" = 0 ] || alive kube-scheduler; }
+# The kind-style cluster's names in /etc/hosts (net.sh), written even when
+# the cluster is up already: YARN reaches its nodes by name.
+if [ "$nodes" -gt 0 ]; then
+  net_hosts_up "$nodes"
+fi
 if alive etcd && alive kube-apiserver && alive kube-controller-manager && scheduler_alive && node_alive && ready; then
   echo "$state/kubeconfig"
   exit 0
@@ -221,7 +228,7 @@ elif [ "$with_node" != 0 ]; then
   # kubelet registers in parallel with the others'.
   pids=()
   for i in $(seq "$nodes"); do
-    WEFT_NODE_INDEX=$i "$here/node-up.sh" "$bin" &
+    WEFT_NODE_INDEX=$i WEFT_NODE_COUNT=$nodes "$here/node-up.sh" "$bin" &
     pids+=($!)
   done
   failed=0
