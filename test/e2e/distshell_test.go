@@ -41,7 +41,15 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string,
 	GinkgoHelper()
 	// Weft's image (the localizer runs from it), rebuilt when changed.
 	Expect(BuildWeftImage(ctx)).To(Succeed())
-	w, err := StartWeftOnKube(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, Work: GinkgoT().TempDir(), BinDir: binDir, RMArgs: rmArgs})
+	return startYarn(ctx, WeftOnKubeOptions{Cluster: cluster, Version: version, RMArgs: rmArgs})
+}
+
+// startYarn starts Weft with opts (in the spec's temporary directory,
+// from the suite's binaries), stopped when the container ends.
+func startYarn(ctx context.Context, opts WeftOnKubeOptions) *yarnOnKube {
+	GinkgoHelper()
+	opts.Work, opts.BinDir = GinkgoT().TempDir(), binDir
+	w, err := StartWeftOnKube(ctx, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		report := ""
@@ -53,7 +61,7 @@ func startYarnOnKube(ctx context.Context, cluster *kube.Cluster, version string,
 			GinkgoWriter.Printf("weft-rm logs:\n%s\nweft-nodeplugin logs:\n%s\n%s", w.RM.Logs(), w.PluginLogs(), report)
 		}
 	})
-	return &yarnOnKube{WeftOnKube: w, rm: w.RM, conf: w.Conf, dist: w.Dist, cluster: cluster, nmHTTP: w.NMHTTP, dfsDir: w.DFSDir}
+	return &yarnOnKube{WeftOnKube: w, rm: w.RM, conf: w.Conf, dist: w.Dist, cluster: opts.Cluster, nmHTTP: w.NMHTTP, dfsDir: w.DFSDir}
 }
 
 // watchPods records every pod of an application seen while it runs (they are

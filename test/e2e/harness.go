@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/weft-sh/weft/test/kube"
 )
 
 // BuildBinaries compiles Weft's commands into dir and returns it.
@@ -86,6 +88,9 @@ type RM struct {
 	// HA: one of several replicas, whose client port stays closed while
 	// it is a standby; Start waits for its web port only.
 	HA bool
+	// Netns, when set, is the network namespace (one of the kind-style
+	// cluster's) the process runs in.
+	Netns string
 
 	cmd  *exec.Cmd
 	mu   sync.Mutex
@@ -105,6 +110,9 @@ func (r *RM) Start(ctx context.Context) error {
 	args := append([]string{"--client-address", r.ClientAddr, "--scheduler-address", r.SchedulerAddr,
 		"--webapp-address", r.WebAddr, "--data-dir", r.DataDir}, r.Args...)
 	r.cmd = exec.Command(r.Bin, args...)
+	if r.Netns != "" {
+		kube.InNetns(r.cmd, r.Netns)
+	}
 	r.cmd.Stdout, r.cmd.Stderr = &lockedWriter{mu: &r.mu, w: &r.logs}, &lockedWriter{mu: &r.mu, w: &r.logs}
 	if err := r.cmd.Start(); err != nil {
 		return err

@@ -135,6 +135,8 @@ var _ = Describe("A kind-style cluster of three real nodes", Ordered, func() {
 			Expect(out).NotTo(ContainSubstring(" "+internalIP(&other)+"/"), "node %s's address inside node %s", other.Name, n.Name)
 		}
 	}, SpecTimeout(2*time.Minute))
+
+	weftOnNodesSpecs(func() *kube.Cluster { return cluster }, nodeCount)
 })
 
 // startServer creates a busybox pod on node that serves the node's name

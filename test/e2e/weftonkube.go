@@ -26,7 +26,10 @@ import (
 // developer runs it: weft-rm and one node plugin on loopback, pods on the
 // cluster's node in its network (YARN's host networking), HDFS a
 // MiniDFSCluster, Java, Hadoop and Spark the node's own (host paths into
-// the node-runtime image).
+// the node-runtime image). On a kind-style cluster (Nodes), MiniDFS and
+// weft-rm run in the control plane's network namespace on its address and
+// a node plugin in each node's, on the node's address, as a DaemonSet's
+// host-network pods would: every address is one the nodes reach.
 type WeftOnKube struct {
 	// RM is the first weft-rm; with HA, RMs are all replicas (rm1, rm2, ...).
 	RM  *RM
@@ -34,8 +37,10 @@ type WeftOnKube struct {
 	// Conf is the clients' HADOOP_CONF_DIR.
 	Conf string
 	Dist *hadoop.Dist
-	// NMHTTP is the node plugin's web address (containers' logs).
+	// NMHTTP is the (first) node plugin's web address (containers' logs).
 	NMHTTP string
+	// Nodes are the names of the nodes a node plugin serves.
+	Nodes []string
 	// DefaultFS is the MiniDFSCluster's URI (fs.defaultFS).
 	DefaultFS string
 	// DFSDir is the MiniDFSCluster's base directory.
@@ -44,9 +49,8 @@ type WeftOnKube struct {
 	// directories.
 	LocalRoot, LogRoot string
 
-	plugin     *exec.Cmd
-	pluginBin  string
-	pluginArgs []string
+	plugins   []*nodePlugin
+	pluginBin string
 	// cluster and clusterID find this run's pods and Secrets, to remove.
 	cluster   *kube.Cluster
 	clusterID string
@@ -76,6 +80,21 @@ type WeftOnKubeOptions struct {
 	// and writes the clients' and containers' configuration with YARN's HA
 	// rm-ids; rm1 is started first and is the active.
 	HA int
+	// Nodes, when not zero, says Cluster is the kind-style cluster of that
+	// many nodes (kube.UpNodes): Weft's peers run in its network
+	// namespaces, a node plugin on each node, its NodeManager, web and
+	// shuffle ports YARN's defaults (8041, 8042, 13562) on every node's
+	// own address; weft-rm's are YARN's (8032, 8030, 8088), rm<i>'s plus
+	// 10000·(i-1), on the control plane's.
+	Nodes int
+}
+
+// nodePlugin is one node's weft-nodeplugin process.
+type nodePlugin struct {
+	node  string
+	netns string // empty: this machine's network
+	args  []string
+	cmd   *exec.Cmd
 }
 
 // jobsNamespace holds the pods of YARN applications.
@@ -97,7 +116,12 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	if err != nil {
 		return nil, err
 	}
-	if w.dfs, err = mini.StartService(ctx, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir); err != nil {
+	if opts.Nodes > 0 {
+		w.dfs, err = mini.StartServiceWith(ctx, inControlPlane, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir, "0", kube.ControlPlaneIP)
+	} else {
+		w.dfs, err = mini.StartService(ctx, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("MiniDFSCluster: %w", err)
 	}
 	defaultFS := w.dfs.Ready[0]
@@ -115,14 +139,24 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		return nil, err
 	}
 	replicas := max(opts.HA, 1)
-	addrs, err := FreeAddrs(4 + 3*replicas)
-	if err != nil {
-		return nil, err
-	}
-	nm, nmHTTP, shuffle := addrs[0], addrs[1], addrs[2]
+	var nm, nmHTTP, shuffle string
 	rms := map[string]hadoop.RMAddrs{}
-	for i := range replicas {
-		rms[fmt.Sprintf("rm%d", i+1)] = hadoop.RMAddrs{Client: addrs[4+3*i], Scheduler: addrs[5+3*i], Web: addrs[6+3*i]}
+	if opts.Nodes > 0 {
+		// Every node serves on the same ports, each on its own address.
+		nm, nmHTTP, shuffle = ":8041", ":8042", ":13562"
+		for i := range replicas {
+			at := func(port int) string { return fmt.Sprintf("%s:%d", kube.ControlPlaneIP, port+10000*i) }
+			rms[fmt.Sprintf("rm%d", i+1)] = hadoop.RMAddrs{Client: at(8032), Scheduler: at(8030), Web: at(8088)}
+		}
+	} else {
+		addrs, err := FreeAddrs(3 + 3*replicas)
+		if err != nil {
+			return nil, err
+		}
+		nm, nmHTTP, shuffle = addrs[0], addrs[1], addrs[2]
+		for i := range replicas {
+			rms[fmt.Sprintf("rm%d", i+1)] = hadoop.RMAddrs{Client: addrs[3+3*i], Scheduler: addrs[4+3*i], Web: addrs[5+3*i]}
+		}
 	}
 	port := func(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 	w.NMHTTP = nmHTTP
@@ -158,11 +192,17 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	if opts.Profile == "" {
 		opts.Profile = "plain"
 	}
+	// A kind-style node is a share of this machine (a third of its CPUs
+	// on three nodes): smaller vcores let an AM and its tasks run on one.
+	milliPerVCore := "250"
+	if opts.Nodes > 0 {
+		milliPerVCore = "100"
+	}
 	runtimeFlags := []string{"--profile", opts.Profile, "--kubeconfig", opts.Cluster.Kubeconfig, "--namespace", jobsNamespace, "--cluster-id", clusterID,
 		"--container-image", images.NodeRuntimeRef, "--java-home", "/usr/lib/jvm/java-17-openjdk-amd64",
 		"--host-path", "/usr", "--host-path", "/etc/java-17-openjdk", "--host-path", home, "--host-path", spark.Home,
 		"--hadoop-home", home, "--hadoop-conf-configmap", cm.Name,
-		"--milli-cpu-per-vcore", "250", "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(opts.Work, "filecache"), "--nm-key-file", key,
+		"--milli-cpu-per-vcore", milliPerVCore, "--localizer-image", images.WeftRef, "--localizer-cache-dir", filepath.Join(opts.Work, "filecache"), "--nm-key-file", key,
 		"--container-log-root", w.LogRoot, "--container-local-root", w.LocalRoot}
 	for i := range replicas {
 		id := fmt.Sprintf("rm%d", i+1)
@@ -170,6 +210,9 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		rm := &RM{Bin: filepath.Join(opts.BinDir, "weft-rm"), DataDir: filepath.Join(opts.Work, id), ClientAddr: a.Client, SchedulerAddr: a.Scheduler,
 			WebAddr: a.Web, Args: append(append([]string{"--local-node=false", "--nm-port", port(nm), "--nm-http-port", port(nmHTTP), "--log-level", "DEBUG"},
 				opts.RMArgs...), runtimeFlags...)}
+		if opts.Nodes > 0 {
+			rm.Netns = kube.ControlPlaneNetns
+		}
 		if opts.HA >= 2 {
 			rm.HA = true
 			rm.Args = append(rm.Args, "--ha-id", id, "--state-namespace", "weft-system")
@@ -191,34 +234,69 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		webs = append(webs, rm.WebAddr)
 	}
 	w.pluginBin = filepath.Join(opts.BinDir, "weft-nodeplugin")
-	w.pluginArgs = append([]string{"--address", nm, "--http-address", nmHTTP,
-		"--shuffle-address", shuffle, "--rm-webapp-address", strings.Join(webs, ","), "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)
+	common := append([]string{"--rm-webapp-address", strings.Join(webs, ","), "--cleanup-interval", "3s"}, append(runtimeFlags, opts.PluginArgs...)...)
+	if opts.Nodes == 0 {
+		w.plugins = []*nodePlugin{{args: append([]string{"--address", nm, "--http-address", nmHTTP, "--shuffle-address", shuffle}, common...)}}
+	}
+	for i := 1; i <= opts.Nodes; i++ {
+		name, ip := kube.NodeName(i), kube.NodeIP(i)
+		w.plugins = append(w.plugins, &nodePlugin{node: name, netns: name, args: append([]string{"--node-name", name, "--node-cgroup", "/" + name,
+			"--address", ip + nm, "--http-address", ip + nmHTTP, "--shuffle-address", ip + shuffle}, common...)})
+		w.Nodes = append(w.Nodes, name)
+	}
+	if opts.Nodes > 0 {
+		w.NMHTTP = kube.NodeIP(1) + nmHTTP
+	}
 	if err := w.StartPlugin(); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// StartPlugin starts the node plugin (again, after KillPlugin: as the
+// inControlPlane runs a command in the kind-style cluster's control
+// plane's network namespace.
+func inControlPlane(cmd *exec.Cmd) { kube.InNetns(cmd, kube.ControlPlaneNetns) }
+
+// StartPlugin starts every node's plugin (again, after KillPlugin: as the
 // kubelet restarts its DaemonSet pod's container).
 func (w *WeftOnKube) StartPlugin() error {
-	w.plugin = exec.Command(w.pluginBin, w.pluginArgs...)
-	w.plugin.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
-	w.plugin.Stderr = w.plugin.Stdout
-	if err := w.plugin.Start(); err != nil {
-		return fmt.Errorf("weft-nodeplugin: %w", err)
+	for _, p := range w.plugins {
+		p.cmd = exec.Command(w.pluginBin, p.args...)
+		if p.netns != "" {
+			kube.InNetns(p.cmd, p.netns)
+		}
+		p.cmd.Stdout = &lockedWriter{mu: &w.logsMu, w: &w.logs}
+		p.cmd.Stderr = p.cmd.Stdout
+		if err := p.cmd.Start(); err != nil {
+			return fmt.Errorf("weft-nodeplugin %s: %w", p.node, err)
+		}
 	}
 	return nil
 }
 
-// KillPlugin kills the node plugin outright (SIGKILL): its listeners close
-// mid-request, nothing is flushed.
+// KillPlugin kills every node's plugin outright (SIGKILL): its listeners
+// close mid-request, nothing is flushed.
 func (w *WeftOnKube) KillPlugin() error {
-	if err := w.plugin.Process.Kill(); err != nil {
-		return err
+	for _, p := range w.plugins {
+		if err := p.cmd.Process.Kill(); err != nil {
+			return err
+		}
+		p.cmd.Wait()
 	}
-	w.plugin.Wait()
 	return nil
+}
+
+// StopPlugin stops the named node's plugin (SIGTERM), as a node that goes
+// away takes its DaemonSet pod with it.
+func (w *WeftOnKube) StopPlugin(node string) error {
+	for _, p := range w.plugins {
+		if p.node == node && p.cmd != nil && p.cmd.ProcessState == nil {
+			p.cmd.Process.Signal(os.Interrupt)
+			p.cmd.Wait()
+			return nil
+		}
+	}
+	return fmt.Errorf("no running node plugin on %s", node)
 }
 
 // PluginLogs is what the node plugin printed.
@@ -234,9 +312,11 @@ func (w *WeftOnKube) Stop() error {
 	for _, rm := range w.RMs {
 		errs = append(errs, rm.Stop())
 	}
-	if w.plugin != nil && w.plugin.Process != nil && w.plugin.ProcessState == nil {
-		w.plugin.Process.Signal(os.Interrupt)
-		w.plugin.Wait()
+	for _, p := range w.plugins {
+		if p.cmd != nil && p.cmd.Process != nil && p.cmd.ProcessState == nil {
+			p.cmd.Process.Signal(os.Interrupt)
+			p.cmd.Wait()
+		}
 	}
 	if w.dfs != nil {
 		w.dfs.Stop()
@@ -304,12 +384,27 @@ func (w *WeftOnKube) PodReport() string {
 // BuildWeftImage builds Weft's image and imports it into the local
 // node's containerd when it changed.
 func BuildWeftImage(ctx context.Context) error {
+	return importWeftImage(ctx, kube.ContainerdAddress(), filepath.Join(kube.Cache(), "kube", "images"))
+}
+
+// BuildWeftImageOnNodes is BuildWeftImage for each of the kind-style
+// cluster's n nodes, whose containerds hold images of their own.
+func BuildWeftImageOnNodes(ctx context.Context, n int) error {
+	for i := 1; i <= n; i++ {
+		dir := filepath.Join(kube.NodesStateDir(), "nodes", kube.NodeName(i), "images")
+		if err := importWeftImage(ctx, kube.NodeContainerdAddress(i), dir); err != nil {
+			return fmt.Errorf("%s: %w", kube.NodeName(i), err)
+		}
+	}
+	return nil
+}
+
+func importWeftImage(ctx context.Context, address, dir string) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	imgs := exec.CommandContext(ctx, "go", "run", "./cmd/kube-images", "-address", kube.ContainerdAddress(),
-		"-dir", filepath.Join(kube.Cache(), "kube", "images"), "-weft")
+	imgs := exec.CommandContext(ctx, "go", "run", "./cmd/kube-images", "-address", address, "-dir", dir, "-weft")
 	imgs.Dir = root
 	if out, err := imgs.CombinedOutput(); err != nil {
 		return fmt.Errorf("kube-images: %v\n%s", err, out)

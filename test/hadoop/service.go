@@ -50,8 +50,18 @@ func launch(cmd *exec.Cmd, stop func(*Service)) (*Service, error) {
 
 // StartService runs mainClass from d in dir and waits for its READY line.
 func (d *Dist) StartService(ctx context.Context, dir, mainClass string, args ...string) (*Service, error) {
+	return d.StartServiceWith(ctx, nil, dir, mainClass, args...)
+}
+
+// StartServiceWith is StartService with wrap, when not nil, given the
+// command before it starts (to run it in a kind-style cluster's network
+// namespace).
+func (d *Dist) StartServiceWith(ctx context.Context, wrap func(*exec.Cmd), dir, mainClass string, args ...string) (*Service, error) {
 	cmd := d.Command(context.WithoutCancel(ctx), dir, "hdfs", mainClass, args...)
 	cmd.Dir = dir
+	if wrap != nil {
+		wrap(cmd)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
