@@ -55,6 +55,8 @@ func main() {
 	strictCPU := flag.Bool("strict-cpu", false, "cap each container's CPU at its vcores (a CPU limit), as YARN's cgroups strict-resource-usage; by default vcores are a share")
 	nmPort := flag.Int("nm-port", 8041, "the node plugin's NodeManager port")
 	nmHTTPPort := flag.Int("nm-http-port", 8042, "the node plugin's HTTP port")
+	flag.DurationVar(&cfg.NodeExpiry, "nm-expiry", 10*time.Minute,
+		"a node not Ready this long is LOST and its containers end, AM attempts failing (yarn.nm.liveness-monitor.expiry-interval-ms; negative: never)")
 	flag.DurationVar(&cfg.AMExpiry, "am-expiry", 10*time.Minute, "a registered AM silent this long fails its attempt (yarn.am.liveness-monitor.expiry-interval-ms)")
 	flag.DurationVar(&cfg.Launcher.ContainerAllocationExpiry, "container-allocation-expiry", 10*time.Minute,
 		"a container its AM was given but never started is ended this long after it was granted (yarn.resourcemanager.rm.container-allocation.expiry-interval-ms)")

@@ -137,10 +137,22 @@ func initial(snap *state.Snapshot) []reconcile.Request {
 }
 
 // changed maps a change to the attempts it concerns: an attempt's own
-// record, and its application's current one when the application changes
-// (killed, finished, removed).
-func changed(_ *state.Snapshot, c state.Change) []reconcile.Request {
+// record, its application's current one when the application changes
+// (killed, finished, removed), and those whose AM container is on a node
+// just lost (an AM pod that went on terminating there is removed for
+// good: see podsync.Delete).
+func changed(snap *state.Snapshot, c state.Change) []reconcile.Request {
 	switch c.Table {
+	case state.TableNodes:
+		if podsync.JustLost(c) {
+			var out []reconcile.Request
+			for _, rec := range snap.ContainersOnNode(c.After.(*records.Node).ID) {
+				if rec.ID.ID == 1 {
+					out = append(out, storesource.Request(rec.ID.Attempt))
+				}
+			}
+			return out
+		}
 	case state.TableAttempts:
 		if a, ok := cmp.Or(c.After, c.Before).(*records.Attempt); ok {
 			return []reconcile.Request{storesource.Request(a.ID)}
@@ -200,16 +212,19 @@ func (l *Launcher) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 // withPod reconciles an attempt whose AM pod exists.
 func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records.AttemptID, app *records.Application,
 	att *records.Attempt, pod *corev1.Pod) (reconcile.Result, error) {
+	// The RM ends an AM container on a node it loses itself
+	// (rm.Manager.PutNodes): its pod only has to go.
+	lost := pod.Spec.NodeName != "" && podsync.NodeLost(snap, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort))
 	if app == nil || app.State.Terminal() {
 		// Finished, killed or forgotten: nothing of it may keep running.
-		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
 	}
 	cid := records.ContainerID{Attempt: id, ID: 1}
 	if att == nil || id.ID != app.CurrentAttempt {
 		// The AM of an attempt that failed (it timed out, or its
 		// container was lost and a retry began): stopped, as YARN stops
 		// a failed attempt's AM container.
-		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
 	}
 	if pod.Spec.NodeName != "" {
 		node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
@@ -220,13 +235,25 @@ func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records
 			}
 		}
 	}
+	if lost {
+		// Placed on its node after the RM lost the node — the RM was not
+		// running then —, so the loss did not end it: it ends as the
+		// loss ends an AM container.
+		if _, err := l.mgr.CompleteContainer(ctx, cid, records.ExitAborted, rm.LostContainerDiagnostics); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := l.mgr.AMExited(ctx, id, records.ExitAborted, "Diagnostics: "+rm.LostContainerDiagnostics); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
+	}
 	var result reconcile.Result
 	if att.State == records.AttemptFinishing {
 		// Unregistered but still running: stopped after a grace, as YARN
 		// does.
 		left := time.UnixMilli(att.FinishTime).Add(finishingGrace).Sub(l.opts.Now())
 		if left < 0 {
-			return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+			return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
 		}
 		result.RequeueAfter = left + time.Millisecond
 	}
@@ -237,7 +264,7 @@ func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records
 			return reconcile.Result{}, err
 		}
 		// The ended pod has told its story; the next attempt gets its own.
-		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod)
+		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
 	}
 	return result, nil
 }

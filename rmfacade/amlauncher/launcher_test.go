@@ -2,8 +2,10 @@ package amlauncher
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
@@ -359,5 +362,90 @@ func TestExpiredAM(t *testing.T) {
 	pods := h.pods("jobs", client.MatchingLabels{wellknown.LabelApp: app.String()})
 	if len(pods) != 1 || pods[0].Labels[wellknown.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
 		t.Fatalf("pods after the first attempt expired: %v", pods)
+	}
+}
+
+// An AM on a node the RM loses: the loss fails its attempt (rm.Manager.
+// PutNodes) and its pod is deleted at once, with no grace period — the
+// node's kubelet is not there to confirm a graceful deletion —, while the
+// next attempt gets its own; an AM pod the launcher finds placed on a node
+// lost already (the RM was not running when it was placed) ends the same
+// way.
+func TestAMOnALostNode(t *testing.T) {
+	ctx := context.Background()
+	mgr, h := newPlain(t, nil, nil)
+	var deletes []string // "pod grace", -1 for the pod's own
+	h.client = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				var o client.DeleteOptions
+				o.ApplyOptions(opts)
+				grace := int64(-1)
+				if o.GracePeriodSeconds != nil {
+					grace = *o.GracePeriodSeconds
+				}
+				deletes = append(deletes, fmt.Sprintf("%s %d", obj.GetName(), grace))
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	h.restart(mgr, h.l.tokens, h.l.opts)
+	podsOf := func(app records.ApplicationID) []corev1.Pod {
+		return h.pods("jobs", client.MatchingLabels{wellknown.LabelApp: app.String()})
+	}
+	// bind plays the scheduler and the kubelet: the AM's pod runs on n1.
+	bind := func(app records.ApplicationID) string {
+		t.Helper()
+		pod := podsOf(app)[0]
+		pod.Spec.NodeName = "n1"
+		if err := h.client.Update(ctx, &pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		if err := h.client.Status().Update(ctx, &pod); err != nil {
+			t.Fatal(err)
+		}
+		h.settle()
+		return pod.Name
+	}
+	setNode := func(st records.NodeState) {
+		t.Helper()
+		if err := mgr.PutNode(&records.Node{ID: "n1:8041", Host: "n1", State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endedByLoss := func(app records.ApplicationID, pod string) string {
+		first := records.AttemptID{App: app, ID: 1}
+		snap := mgr.Snapshot()
+		if att := snap.Attempt(first); att.State != records.AttemptFailed || !strings.Contains(att.Diagnostics, rm.LostContainerDiagnostics) {
+			return fmt.Sprintf("attempt %s: %s", att.State, att.Diagnostics)
+		}
+		if c := snap.Container(records.ContainerID{Attempt: first, ID: 1}); c.State != records.ContainerComplete || c.Diagnostics != rm.LostContainerDiagnostics {
+			return fmt.Sprintf("AM container %s: %s", c.State, c.Diagnostics)
+		}
+		if !slices.Contains(deletes, pod+" 0") || slices.Contains(deletes, pod+" -1") {
+			return fmt.Sprintf("pod deletions %v, want %s with no grace period", deletes, pod)
+		}
+		if pods := podsOf(app); len(pods) != 1 || pods[0].Labels[wellknown.LabelAttempt] != (records.AttemptID{App: app, ID: 2}).String() {
+			return fmt.Sprintf("pods %d, want the next attempt's", len(pods))
+		}
+		return ""
+	}
+
+	setNode(records.NodeRunning)
+	placed := submitAM(t, mgr, 2, "am")
+	h.settle()
+	pod := bind(placed)
+	setNode(records.NodeLost)
+	// The records' changes are all the launcher is told of the loss.
+	h.loop.Drain()
+	if msg := endedByLoss(placed, pod); msg != "" {
+		t.Errorf("an AM whose node the RM lost: %s", msg)
+	}
+
+	late := submitAM(t, mgr, 2, "am")
+	h.settle()
+	pod = bind(late)
+	if msg := endedByLoss(late, pod); msg != "" {
+		t.Errorf("an AM placed on a node lost already: %s", msg)
 	}
 }

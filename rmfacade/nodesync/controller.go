@@ -28,7 +28,8 @@ var _ reconcile.Reconciler = (*Syncer)(nil)
 // Reconcile updates one YARN node (a request named by the Kubernetes
 // node's name) from what the watches hold, as a NodeManager's heartbeat
 // updates its node in YARN's RM, and asks to be woken when what it read
-// goes stale on its own (a cooldown's end, an agent's heartbeat ageing).
+// goes stale on its own (a cooldown's end, an agent's heartbeat ageing, a
+// node not Ready reaching NodeExpiry).
 func (s *Syncer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !kubeclient.WaitForSync(ctx, s.synced()...) {
 		return reconcile.Result{}, fmt.Errorf("nodes and pods not listed: %w", ctx.Err())
@@ -177,7 +178,8 @@ func (s *Syncer) podEvents() handler.EventHandler {
 // nothing); kube-scheduler likewise drops node updates that change nothing
 // it schedules by (nodeSchedulingPropertiesChange in its event handlers).
 // What goes stale with no event (an agent's heartbeat ageing, a cooldown's
-// end) is woken by the reconcile's RequeueAfter, not by these updates.
+// end, a node not Ready expiring) is woken by the reconcile's
+// RequeueAfter, not by these updates.
 func (s *Syncer) nodeMoved(e event.UpdateEvent) bool {
 	before, ok1 := e.ObjectOld.(*corev1.Node)
 	after, ok2 := e.ObjectNew.(*corev1.Node)

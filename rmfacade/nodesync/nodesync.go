@@ -63,6 +63,15 @@ type Options struct {
 	// its published capacity is read as none, for a profile with one
 	// (translator.Profile.CapacityHeartbeat); default 1m.
 	CapacityStaleAfter time.Duration
+	// NodeExpiry is how long a node's Ready condition may be other than
+	// True — False, or Unknown once the node lifecycle controller stops
+	// hearing from its kubelet — before the YARN node is LOST, and the
+	// containers on it with it (rm.Manager.PutNodes): YARN's
+	// yarn.nm.liveness-monitor.expiry-interval-ms, default 10 minutes;
+	// negative: never, the node stays UNHEALTHY. Until then it is
+	// UNHEALTHY, taking no new containers while its running ones carry
+	// on, as a silent NodeManager's do in YARN.
+	NodeExpiry         time.Duration
 	Profile            translator.Profile
 	NMPort, NMHTTPPort int32
 	// Now is the clock (default time.Now).
@@ -226,14 +235,16 @@ func trimmed(obj any) (any, error) {
 }
 
 // trimNode keeps of a Node's status what the RM reads — its allocatable
-// and its Ready condition — and drops the rest: the images, addresses,
-// capacity, system info, volumes and the other conditions with their
-// messages are most of a kubelet-reported Node, held 10,000 times.
+// and its Ready condition's status and when that last changed (NodeExpiry)
+// — and drops the rest: the images, addresses, capacity, system info,
+// volumes and the other conditions with their messages are most of a
+// kubelet-reported Node, held 10,000 times. The heartbeat time goes too:
+// it moves with every status report and would make each a change.
 func trimNode(n *corev1.Node) {
 	var ready []corev1.NodeCondition
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			ready = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			ready = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
 			break
 		}
 	}
@@ -347,6 +358,14 @@ func (s *Syncer) ownPodDelay() time.Duration {
 	return s.opts.OwnPodDelay
 }
 
+// nodeExpiry is Options.NodeExpiry with its default; negative: never.
+func (s *Syncer) nodeExpiry() time.Duration {
+	if s.opts.NodeExpiry == 0 {
+		return 10 * time.Minute
+	}
+	return s.opts.NodeExpiry
+}
+
 // staleAfter is Options.CapacityStaleAfter with its default.
 func (s *Syncer) staleAfter() time.Duration {
 	if s.opts.CapacityStaleAfter > 0 {
@@ -451,10 +470,10 @@ func podNode(obj any) ([]string, error) {
 
 // syncNode writes one node into the RM from what the watches hold: its
 // capability, what Weft's pods and the others' hold there, its health;
-// or, once the Node is gone, the YARN node LOST. It returns when the
-// node's record goes stale with no event to say so — the agent's
-// heartbeat or measurement ages past CapacityStaleAfter, a cooldown ends —
-// or zero.
+// or, once the Node is gone or has not been Ready for NodeExpiry, the YARN
+// node LOST. It returns when the node's record goes stale with no event to
+// say so — the agent's heartbeat or measurement ages past
+// CapacityStaleAfter, a cooldown ends, a node not Ready expires — or zero.
 func (s *Syncer) syncNode(name string) (time.Duration, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -539,6 +558,11 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 		rec.CooldownUntil = now + s.opts.Cooldown.Milliseconds()
 	}
 	switch {
+	case expired(n, s.nodeExpiry(), instant):
+		c := readyCondition(n)
+		rec.State = records.NodeLost
+		rec.HealthReport = fmt.Sprintf("node not Ready since %s (Ready %s), longer than the NodeManager expiry of %s",
+			c.LastTransitionTime.UTC().Format(time.RFC3339), c.Status, s.nodeExpiry())
 	case !ready(n) || n.Spec.Unschedulable || unavailable(n):
 		rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
 	case rec.CooldownUntil > now:
@@ -578,8 +602,10 @@ func sameReport(prev, rec *records.Node) bool {
 }
 
 // staleIn is how long until what was read of n no longer holds with no
-// event to say so: the end of its cooldown, or the agent's heartbeat or
-// measurement ageing past CapacityStaleAfter; zero when nothing will.
+// event to say so: the end of its cooldown, the agent's heartbeat or
+// measurement ageing past CapacityStaleAfter, or a node not Ready
+// expiring (NodeExpiry: no Node event comes of a kubelet that stays
+// silent); zero when nothing will.
 func (s *Syncer) staleIn(n *corev1.Node, rec *records.Node, now time.Time) time.Duration {
 	var next time.Duration
 	soonest := func(at time.Time) {
@@ -600,6 +626,9 @@ func (s *Syncer) staleIn(n *corev1.Node, rec *records.Node, now time.Time) time.
 			soonest(u.At.Add(s.staleAfter()))
 		}
 	}
+	if at, ok := expiresAt(n, s.nodeExpiry()); ok {
+		soonest(at)
+	}
 	if next > 0 {
 		next += time.Second // past the instant, with the heartbeat's whole seconds
 	}
@@ -618,12 +647,46 @@ func (s *Syncer) isWeft(p *corev1.Pod) bool {
 }
 
 func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+	c := readyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// readyCondition is n's Ready condition, or nil.
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
+}
+
+// expiresAt is when a node that is not Ready becomes LOST: expiry after
+// its Ready condition last changed; false when it is Ready, when there is
+// no expiry, or when the condition carries no time to measure from.
+//
+// The clock is the condition's LastTransitionTime, when Ready stopped
+// being True: the kubelet sets it when it reports False, and the node
+// lifecycle controller when it sets Unknown after
+// --node-monitor-grace-period without a word from the kubelet — the
+// nearest Kubernetes has to YARN's last NodeManager heartbeat (a node goes
+// LOST a grace period later than YARN would count). It is written on the
+// Node itself, so a restarted or newly elected RM measures from the same
+// instant instead of starting its own count again; and unlike the
+// condition's heartbeat time, which a kubelet reporting NotReady keeps
+// moving, it says how long the node has been unfit.
+func expiresAt(n *corev1.Node, expiry time.Duration) (time.Time, bool) {
+	c := readyCondition(n)
+	if expiry < 0 || c == nil || c.Status == corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Add(expiry), true
+}
+
+// expired tells a node that has not been Ready for expiry at now.
+func expired(n *corev1.Node, expiry time.Duration, now time.Time) bool {
+	at, ok := expiresAt(n, expiry)
+	return ok && !now.Before(at)
 }
 
 // rack is the node's zone as a YARN rack, as topology-aware YARN

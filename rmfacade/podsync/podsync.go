@@ -135,11 +135,23 @@ func initial(snap *state.Snapshot) []reconcile.Request {
 }
 
 // changed maps a change to the containers it concerns: a task container's
-// own record, and every container of an application that ended or began
+// own record, every container of an application that ended or began
 // another attempt (their pods stop, as YARN stops a finished attempt's
-// containers).
+// containers), and every container on a node just lost (the pods of
+// those that ended before it and still terminate there are removed for
+// good: see Delete).
 func changed(snap *state.Snapshot, c state.Change) []reconcile.Request {
 	switch c.Table {
+	case state.TableNodes:
+		if JustLost(c) {
+			var out []reconcile.Request
+			for _, rec := range snap.ContainersOnNode(c.After.(*records.Node).ID) {
+				if rec.ID.ID != 1 {
+					out = append(out, storesource.Request(rec.ID))
+				}
+			}
+			return out
+		}
 	case state.TableContainers:
 		rec, _ := cmp.Or(c.After, c.Before).(*records.Container)
 		if rec != nil && rec.ID.ID != 1 {
@@ -180,7 +192,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if pod != nil {
-		return r.withPod(ctx, app, c, id, pod)
+		lost := c != nil && NodeLost(snap, c.Node)
+		return r.withPod(ctx, app, c, id, pod, lost)
 	}
 	if app == nil || app.State != records.AppRunning || c == nil {
 		return reconcile.Result{}, nil
@@ -210,31 +223,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// withPod reconciles a container whose pod exists.
+// withPod reconciles a container whose pod exists, on a node the RM holds
+// LOST when lost.
 func (r *Reconciler) withPod(ctx context.Context, app *records.Application, c *records.Container, id records.ContainerID,
-	pod *corev1.Pod) (reconcile.Result, error) {
+	pod *corev1.Pod, lost bool) (reconcile.Result, error) {
 	if app == nil || app.State.Terminal() || c == nil {
 		// Finished, killed or forgotten, or no grant stands behind it:
 		// nothing of it may keep running.
-		return reconcile.Result{}, Delete(ctx, r.client, pod)
+		return reconcile.Result{}, Delete(ctx, r.client, pod, lost)
 	}
 	if c.State != records.ContainerComplete && id.Attempt.ID != app.CurrentAttempt && !app.KeepContainers {
 		if _, err := r.mgr.CompleteContainer(ctx, id, records.ExitAborted, "Container of a completed attempt"); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, Delete(ctx, r.client, pod)
+		return reconcile.Result{}, Delete(ctx, r.client, pod, lost)
 	}
 	code, diag, st := translator.PodOutcome(pod)
 	switch {
 	case c.State == records.ContainerComplete && st != records.ContainerComplete:
 		// Released by its AM, or preempted: stopped.
-		return reconcile.Result{}, Delete(ctx, r.client, pod)
+		return reconcile.Result{}, Delete(ctx, r.client, pod, lost)
 	case c.State == records.ContainerComplete:
 		left := time.UnixMilli(c.FinishTime).Add(CompletedPodRetention).Sub(r.opts.Now())
 		if left >= 0 {
 			return reconcile.Result{RequeueAfter: left + time.Millisecond}, nil
 		}
-		return reconcile.Result{}, Delete(ctx, r.client, pod)
+		return reconcile.Result{}, Delete(ctx, r.client, pod, lost)
 	case st == records.ContainerComplete:
 		_, err := r.mgr.CompleteContainer(ctx, id, code, diag)
 		return reconcile.Result{}, err
@@ -242,6 +256,19 @@ func (r *Reconciler) withPod(ctx context.Context, app *records.Application, c *r
 		return reconcile.Result{}, r.mgr.ContainerRunning(ctx, id)
 	}
 	return reconcile.Result{}, nil
+}
+
+// NodeLost tells whether the RM holds the node of that id LOST.
+func NodeLost(snap *state.Snapshot, node string) bool {
+	n := snap.Node(node)
+	return n != nil && n.State == records.NodeLost
+}
+
+// JustLost tells a store change that made a node LOST.
+func JustLost(c state.Change) bool {
+	after, _ := c.After.(*records.Node)
+	before, _ := c.Before.(*records.Node)
+	return after != nil && after.State == records.NodeLost && (before == nil || before.State != records.NodeLost)
 }
 
 // CachedPod is a container's pod as the cache holds it, or nil.
@@ -266,9 +293,21 @@ func Gone(ctx context.Context, api client.Reader, namespace string, id records.C
 
 // Delete removes a pod and its credentials Secret. A pod already being
 // deleted (its termination's updates wake the controllers again) is not
-// deleted again.
-func Delete(ctx context.Context, c client.Writer, pod *corev1.Pod) error {
-	if pod.DeletionTimestamp == nil {
+// deleted again — unless its node is lost (nodeLost): then the pod is
+// deleted at once, with no grace period, even one already terminating. A
+// graceful deletion waits for the node's kubelet to confirm that the
+// pod's containers stopped, and the kubelet of a LOST node is gone: the
+// pod would stay, terminating, until the Node itself is deleted. The RM
+// has ended its container already, so nothing waits on the pod; and a
+// kubelet that comes back kills what still runs of a pod the API server
+// no longer has.
+func Delete(ctx context.Context, c client.Writer, pod *corev1.Pod, nodeLost bool) error {
+	switch {
+	case nodeLost && (pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds > 0):
+		if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete pod %s of a lost node: %w", pod.Name, err)
+		}
+	case pod.DeletionTimestamp == nil:
 		if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
 		}

@@ -2,8 +2,10 @@ package podsync
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,6 +42,13 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	return newClusterWith(t, interceptor.Funcs{})
+}
+
+// newClusterWith is newCluster over an API server whose calls pass through
+// funcs.
+func newClusterWith(t *testing.T, funcs interceptor.Funcs) *cluster {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := &cluster{t: t, now: time.Unix(1_700_000_000, 0)}
 	clock := func() time.Time { return c.now }
@@ -50,7 +59,7 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(func() { st.Close() })
 	tree, _ := quota.NewTree(quota.DefaultQueues)
 	c.mgr = rm.New(st, tree, rm.Options{Logger: quiet, Now: clock})
-	c.client = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+	c.client = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(funcs).Build()
 	c.r = New(c.mgr, c.client, Options{Namespace: "jobs", ContainerAllocationExpiry: 10 * time.Minute, Now: clock, Logger: quiet})
 	c.loop = storesourcetest.Start(t, c.r, c.r.StoreSource())
 	ctx := context.Background()
@@ -311,7 +320,7 @@ func TestDelete(t *testing.T) {
 				t.Fatalf("pod not terminating: %v", err)
 			}
 		}
-		if err := Delete(ctx, c, pod); err != nil {
+		if err := Delete(ctx, c, pod, false); err != nil {
 			t.Fatal(err)
 		}
 		want := 1
@@ -324,5 +333,103 @@ func TestDelete(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); !apierrors.IsNotFound(err) {
 			t.Errorf("terminating %v: the Secret is left (%v)", terminating, err)
 		}
+	}
+}
+
+// graceOf is the grace period a pod deletion asked for: -1 for the pod's
+// own.
+func graceOf(opts []client.DeleteOption) int64 {
+	var o client.DeleteOptions
+	o.ApplyOptions(opts)
+	if o.GracePeriodSeconds == nil {
+		return -1
+	}
+	return *o.GracePeriodSeconds
+}
+
+// When the RM loses a node, the pods of its containers there are deleted
+// at once, with no grace period, since the node's kubelet is not there to
+// confirm a graceful deletion — a pod already terminating included; the
+// pods' deletion then leaves the containers as the loss ended them.
+func TestPodsOfALostNode(t *testing.T) {
+	ctx := context.Background()
+	var deletes []string // "pod grace", in order
+	c := newClusterWith(t, interceptor.Funcs{
+		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return cl.Delete(ctx, obj, opts...)
+			}
+			grace := graceOf(opts)
+			deletes = append(deletes, fmt.Sprintf("%s %d", pod.Name, grace))
+			if grace == 0 {
+				// The API server removes a pod deleted with no grace
+				// period without waiting for its kubelet, for which the
+				// finalizer stands in here.
+				var cur corev1.Pod
+				if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), &cur); err == nil && len(cur.Finalizers) > 0 {
+					cur.Finalizers = nil
+					if err := cl.Update(ctx, &cur); err != nil {
+						return err
+					}
+				}
+			}
+			return cl.Delete(ctx, obj, opts...)
+		}})
+	ids := c.grant(2)
+	live, released := ids[0], ids[1]
+	c.start(live, corev1.PodRunning)
+	c.start(released, corev1.PodRunning)
+	c.settle()
+	// The AM released one before the node went silent: its graceful
+	// deletion waits on a kubelet that no longer answers.
+	pod := c.pod(released)
+	pod.Finalizers = []string{"kubelet"}
+	if err := c.client.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.mgr.CompleteContainer(ctx, released, records.ExitKilledByAppMaster, "released"); err != nil {
+		t.Fatal(err)
+	}
+	c.loop.Drain()
+	if p := c.pod(released); p == nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the released container's pod is not terminating: %+v", p)
+	}
+	deletes = nil
+
+	lost := *c.mgr.Snapshot().Node("n1:8041")
+	lost.State = records.NodeLost
+	if err := c.mgr.PutNode(&lost); err != nil {
+		t.Fatal(err)
+	}
+	// The records' changes are all the controller is told of the loss.
+	c.loop.Drain()
+	onLoss := slices.Clone(deletes)
+	ended := *c.container(live)
+	// Then the pods' deletion events, and a later look at each.
+	c.loop.Add(storesource.Request(live), storesource.Request(released))
+	c.settle()
+
+	livePod, releasedPod := translator.PodName(live.String()), translator.PodName(released.String())
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"the pod of a container ended with its node is deleted at once, with no grace period",
+			slices.Contains(onLoss, livePod+" 0") && c.pod(live) == nil},
+		{"a pod already terminating there is deleted again, with no grace period",
+			slices.Contains(onLoss, releasedPod+" 0") && c.pod(released) == nil},
+		{"no pod of the lost node is deleted with a grace period",
+			!slices.Contains(deletes, livePod+" -1") && !slices.Contains(deletes, releasedPod+" -1")},
+		{"the pod's deletion leaves its container as the loss ended it",
+			*c.container(live) == ended && ended.Diagnostics == rm.LostContainerDiagnostics && ended.ExitStatus == records.ExitAborted},
+		{"a container its AM released keeps its own end", c.container(released).ExitStatus == records.ExitKilledByAppMaster},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.ok {
+				t.Errorf("no; pod deletions: %v", deletes)
+			}
+		})
 	}
 }

@@ -152,8 +152,13 @@ func countsTowardsMaxAttempts(exitCode int32) bool {
 // if the application has attempts left, else the application FAILED — as
 // YARN does when an AM container exits.
 func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error {
-	diag := fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
-	return m.failAttempt(id, diag, exitCode, countsTowardsMaxAttempts(exitCode), false)
+	return m.failAttempt(id, amExitedDiagnostics(id, exitCode, diagnostics), exitCode, countsTowardsMaxAttempts(exitCode), false)
+}
+
+// amExitedDiagnostics is an attempt's diagnostics when its AM container
+// exited, as YARN's RMAppAttemptImpl words them.
+func amExitedDiagnostics(id records.AttemptID, exitCode int32, diagnostics string) string {
+	return fmt.Sprintf("AM Container for %s exited with  exitCode: %d\n%s", id, exitCode, diagnostics)
 }
 
 // AMExpired fails a registered attempt whose AM stopped heartbeating, as
@@ -167,60 +172,83 @@ func (m *Manager) AMExpired(ctx context.Context, id records.AttemptID) error {
 	return m.failAttempt(id, fmt.Sprintf("ApplicationMaster for attempt %s timed out", id), records.ExitInvalid, true, true)
 }
 
-// failAttempt ends an attempt that did not unregister: FAILED with diag,
-// then a new attempt if the application has attempts left, else the
-// application FAILED. An attempt that unregistered first (FINISHING) ends
-// the application with the status its AM reported instead — unless
-// onlyRunning, which leaves any attempt that is not RUNNING, decided in
-// the same transaction (an AM that unregistered an instant after the
-// liveness monitor looked has not timed out).
+// failAttempt ends an attempt that did not unregister, in a transaction
+// of its own (failAttemptIn).
 func (m *Manager) failAttempt(id records.AttemptID, diag string, exitCode int32, counts, onlyRunning bool) error {
-	var retried bool
+	var f attemptFailure
 	err := m.updateCompleting(func(w *state.WriteTxn) error {
-		cur, att, err := liveAttempt(w, id)
-		if err != nil || onlyRunning && att.State != records.AttemptRunning {
-			return nil // finished or superseded already: nothing to do
-		}
-		now := m.opts.Now().UnixMilli()
-		a, t := *cur, *att
-		if t.State == records.AttemptFinishing {
-			// Unregistered, then exited: the application is done, with the
-			// status its AM reported.
-			t.State, a.State, a.FinishTime = records.AttemptFinished, records.AppFinished, now
-			if err := w.PutAttempt(&t); err != nil {
-				return err
-			}
-			return w.PutApplication(&a)
-		}
-		t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
-		if err := w.PutAttempt(&t); err != nil {
-			return err
-		}
-		if counts {
-			a.FailedAttempts++
-		}
-		if a.FailedAttempts < a.MaxAttempts {
-			retried = true
-			next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
-				FinalStatus: records.FinalUndefined, StartTime: now}
-			a.CurrentAttempt, a.State = next.ID.ID, records.AppAccepted
-			a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = "", 0, "", ""
-			a.Diagnostics = diag + "\nFailing this attempt. Will retry, attempt " + fmt.Sprint(next.ID.ID) + " of " + fmt.Sprint(a.MaxAttempts) + "."
-			if !counts {
-				a.Diagnostics = fmt.Sprintf("%s\nThe AM container was taken away (exit status %d): the attempt does not count towards the %d allowed. Will retry, attempt %d.",
-					diag, exitCode, a.MaxAttempts, next.ID.ID)
-			}
-			if err := w.PutAttempt(next); err != nil {
-				return err
-			}
-			return w.PutApplication(&a)
-		}
-		a.State, a.FinalStatus, a.FinishTime = records.AppFailed, records.FinalFailed, now
-		a.Diagnostics = fmt.Sprintf("Application %s failed %d times due to %s\nFailing the application.", a.ID, a.MaxAttempts, diag)
-		return w.PutApplication(&a)
+		var err error
+		f, _, err = failAttemptIn(w, m.opts.Now().UnixMilli(), id, diag, exitCode, counts, onlyRunning)
+		return err
 	})
 	if err == nil {
-		m.opts.Logger.Info("attempt failed", "attempt", id.String(), "exitCode", exitCode, "retried", retried, "diagnostics", diag)
+		m.logFailure(f)
 	}
 	return err
+}
+
+// attemptFailure is what failAttemptIn did, for the log once committed.
+type attemptFailure struct {
+	id       records.AttemptID
+	diag     string
+	exitCode int32
+	retried  bool
+}
+
+func (m *Manager) logFailure(f attemptFailure) {
+	m.opts.Logger.Info("attempt failed", "attempt", f.id.String(), "exitCode", f.exitCode, "retried", f.retried, "diagnostics", f.diag)
+}
+
+// failAttemptIn ends, within w, an attempt that did not unregister:
+// FAILED with diag, then a new attempt if the application has attempts
+// left, else the application FAILED. An attempt that unregistered first
+// (FINISHING) ends the application with the status its AM reported
+// instead — unless onlyRunning, which leaves any attempt that is not
+// RUNNING, decided in the same transaction (an AM that unregistered an
+// instant after the liveness monitor looked has not timed out). The
+// caller's transaction may complete an application: it must remove the
+// completed ones beyond the limit (updateCompleting). ended tells
+// whether it ended the attempt.
+func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag string, exitCode int32, counts, onlyRunning bool) (f attemptFailure, ended bool, err error) {
+	f = attemptFailure{id: id, diag: diag, exitCode: exitCode}
+	cur, att, err := liveAttempt(w, id)
+	if err != nil || onlyRunning && att.State != records.AttemptRunning {
+		return f, false, nil // finished or superseded already: nothing to do
+	}
+	a, t := *cur, *att
+	if t.State == records.AttemptFinishing {
+		// Unregistered, then exited: the application is done, with the
+		// status its AM reported.
+		t.State, a.State, a.FinishTime = records.AttemptFinished, records.AppFinished, now
+		if err := w.PutAttempt(&t); err != nil {
+			return f, true, err
+		}
+		return f, true, w.PutApplication(&a)
+	}
+	t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
+	if err := w.PutAttempt(&t); err != nil {
+		return f, true, err
+	}
+	if counts {
+		a.FailedAttempts++
+	}
+	if a.FailedAttempts < a.MaxAttempts {
+		f.retried = true
+		next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
+			FinalStatus: records.FinalUndefined, StartTime: now}
+		a.CurrentAttempt, a.State = next.ID.ID, records.AppAccepted
+		a.Host, a.RPCPort, a.OriginalTrackingURL, a.TrackingURL = "", 0, "", ""
+		a.Diagnostics = diag + "\nFailing this attempt. Will retry, attempt " + fmt.Sprint(next.ID.ID) + " of " + fmt.Sprint(a.MaxAttempts) + "."
+		if !counts {
+			a.Diagnostics = fmt.Sprintf("%s\nThe AM container was taken away (exit status %d): the attempt does not count towards the %d allowed. Will retry, attempt %d.",
+				diag, exitCode, a.MaxAttempts, next.ID.ID)
+		}
+		if err := w.PutAttempt(next); err != nil {
+			return f, true, err
+		}
+		return f, true, w.PutApplication(&a)
+	}
+	a.State, a.FinalStatus, a.FinishTime = records.AppFailed, records.FinalFailed, now
+	a.Diagnostics = fmt.Sprintf("Application %s failed %d times due to %s\nFailing the application.", a.ID, a.MaxAttempts, diag)
+	return f, true, w.PutApplication(&a)
 }

@@ -396,18 +396,92 @@ func (m *Manager) PutNode(n *records.Node) error {
 // PutNodes records nodes in one transaction: a cluster's first sync of a
 // thousand nodes would otherwise be a thousand transactions, each waking
 // the store's subscribers, on the path to a scheduler's first cycle.
+//
+// A node whose record becomes LOST takes its containers with it in the
+// same transaction, as YARN's scheduler does when it removes a lost node
+// (removeNode): each container on it that is not complete completes
+// ABORTED with LostContainerDiagnostics, which its AM hears in its next
+// allocate response as it hears of any completion (records.Container.
+// ToReport); an AM container's end fails its attempt as AMExited does,
+// retried while attempts remain. One transaction, so that no reader ever
+// sees a LOST node with live containers, and no crash between the two
+// leaves them live on a node whose record no later sync moves again.
 func (m *Manager) PutNodes(ns ...*records.Node) error {
 	if len(ns) == 0 {
 		return nil
 	}
-	return m.store.Update(func(w *state.WriteTxn) error {
+	var failed []attemptFailure
+	var removed []*records.Application
+	err := m.store.Update(func(w *state.WriteTxn) error {
+		failed, removed = nil, nil
+		now := m.opts.Now().UnixMilli()
 		for _, n := range ns {
+			prev := w.Node(n.ID)
 			if err := w.PutNode(n); err != nil {
 				return err
 			}
+			if n.State != records.NodeLost || prev != nil && prev.State == records.NodeLost {
+				continue
+			}
+			f, err := loseContainers(w, n.ID, now)
+			if err != nil {
+				return err
+			}
+			failed = append(failed, f...)
 		}
-		return nil
+		if len(failed) == 0 {
+			return nil // no application completed: nothing to retain (updateCompleting)
+		}
+		var err error
+		removed, _, err = m.removeCompleted(w, 0)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, f := range failed {
+		m.logFailure(f)
+	}
+	m.noteRemoved(removed)
+	return nil
+}
+
+// LostContainerDiagnostics are the diagnostics of a container that ended
+// with its node lost: YARN's SchedulerUtils.LOST_CONTAINER, word for word,
+// since AMs and users search logs for it.
+const LostContainerDiagnostics = "Container released on a *lost* node"
+
+// loseContainers completes, within w, every container on a node just lost
+// that is not complete yet, and fails the live attempts whose AM container
+// was one of them (an earlier attempt's AM container, its attempt over,
+// only completes). The exit status is ABORTED, as in YARN: the cluster
+// took the container away, so an AM's attempt lost this way does not
+// count towards its application's maximum (countsTowardsMaxAttempts).
+func loseContainers(w *state.WriteTxn, node string, now int64) ([]attemptFailure, error) {
+	var failed []attemptFailure
+	for _, c := range w.ContainersOnNode(node) {
+		if c.State == records.ContainerComplete {
+			continue
+		}
+		cp := *c
+		cp.State, cp.ExitStatus, cp.Diagnostics, cp.FinishTime = records.ContainerComplete, records.ExitAborted, LostContainerDiagnostics, now
+		if err := w.PutContainer(&cp); err != nil {
+			return nil, err
+		}
+		if c.ID.ID != 1 {
+			continue
+		}
+		id := c.ID.Attempt
+		f, ended, err := failAttemptIn(w, now, id, amExitedDiagnostics(id, records.ExitAborted, "Diagnostics: "+LostContainerDiagnostics),
+			records.ExitAborted, countsTowardsMaxAttempts(records.ExitAborted), false)
+		if err != nil {
+			return nil, err
+		}
+		if ended {
+			failed = append(failed, f)
+		}
+	}
+	return failed, nil
 }
 
 // Subscribe follows the store's committed changes (state.Store.Subscribe):

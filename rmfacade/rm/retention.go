@@ -41,14 +41,20 @@ func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
 		return err
 	})
 	if err == nil {
-		for _, a := range removed {
-			m.removed.count(a.State)
-			// YARN's RMAppManager logs each removal at INFO as well.
-			m.opts.Logger.Info("completed application removed: the RM keeps the most recent only", "app", a.ID.String(),
-				"maxCompletedApplications", m.maxCompleted)
-		}
+		m.noteRemoved(removed)
 	}
 	return err
+}
+
+// noteRemoved counts and logs the completed applications a committed
+// transaction removed.
+func (m *Manager) noteRemoved(removed []*records.Application) {
+	for _, a := range removed {
+		m.removed.count(a.State)
+		// YARN's RMAppManager logs each removal at INFO as well.
+		m.opts.Logger.Info("completed application removed: the RM keeps the most recent only", "app", a.ID.String(),
+			"maxCompletedApplications", m.maxCompleted)
+	}
 }
 
 // removeCompleted removes within w the oldest completed applications

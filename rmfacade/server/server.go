@@ -72,6 +72,10 @@ type Config struct {
 	// the capacity it published is read as none
 	// (nodesync.Options.CapacityStaleAfter).
 	CapacityStaleAfter time.Duration
+	// NodeExpiry is how long a node may be not Ready before it is LOST and
+	// its containers end (nodesync.Options.NodeExpiry,
+	// yarn.nm.liveness-monitor.expiry-interval-ms).
+	NodeExpiry time.Duration
 	// BindParallelism is how many pod bindings are in flight at once
 	// (default podbinder's).
 	BindParallelism int
@@ -350,7 +354,7 @@ func (s *Server) init() error {
 		s.pods = nodesync.LivePods(client)
 		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
 			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown,
-			CapacityStaleAfter: s.cfg.CapacityStaleAfter}
+			CapacityStaleAfter: s.cfg.CapacityStaleAfter, NodeExpiry: s.cfg.NodeExpiry}
 		if opts.Profile.CapacityFromCNR {
 			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
 				return fmt.Errorf("kubernetes client: %w", err)
