@@ -402,41 +402,6 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		expectWeftSchedulesPods(ctx, y.cluster)
 	}, SpecTimeout(4*time.Minute))
 
-	It("runs teragen (100k rows) → terasort (3 reducers) → teravalidate, unmodified, and the output validates", func(ctx SpecContext) {
-		y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=2", "100000", "/user/alice/tera-in")
-		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("TeraGen"))
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
-		Expect(status).To(MatchRegexp(`Application-Type\s*:\s*MAPREDUCE`))
-
-		// Three reducers: each fetches its partition from both maps'
-		// outputs through the node's shuffle service.
-		y.mapReduce(ctx, "TeraSort", "terasort", "-Dmapreduce.job.reduces=3", "/user/alice/tera-in", "/user/alice/tera-out")
-		// All 100,000 100-byte rows came through, in three non-empty parts.
-		du, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-du", "/user/alice/tera-out/part-r-*")
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		var total int64
-		parts := 0
-		for _, line := range strings.Split(strings.TrimSpace(du), "\n") {
-			var size, onDisk int64
-			var name string
-			_, err := fmt.Sscan(line, &size, &onDisk, &name)
-			Expect(err).NotTo(HaveOccurred(), du)
-			Expect(size).To(BeNumerically(">", 0), du)
-			total += size
-			parts++
-		}
-		Expect(parts).To(Equal(3), du)
-		Expect(total).To(Equal(int64(100000*100)), du)
-
-		y.mapReduce(ctx, "TeraValidate", "teravalidate", "/user/alice/tera-out", "/user/alice/tera-report")
-		// TeraValidate writes one "checksum" record when the whole output
-		// is sorted, and "misorder"/"error" records otherwise.
-		report, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", "/user/alice/tera-report/part-r-*")
-		Expect(err).NotTo(HaveOccurred(), errOut)
-		Expect(report).To(MatchRegexp(`^checksum\s+[0-9a-f]+\s*$`))
-	}, SpecTimeout(12*time.Minute))
-
 	It("runs wordcount over files in HDFS and the output equals counts computed here", func(ctx SpecContext) {
 		want := y.wordsInHDFS(ctx, "/user/alice/wc-in", 3)
 		y.mapReduce(ctx, "word count", "wordcount", "-Dmapreduce.job.reduces=2", "/user/alice/wc-in", "/user/alice/wc-out")

@@ -1,17 +1,27 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/weft-sh/weft/deploy/images"
+	"github.com/weft-sh/weft/scheduler/tide"
+	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 
 	"github.com/weft-sh/weft/test/kube"
+	"github.com/weft-sh/weft/translator/wellknown"
 )
 
 // weftOnNodesSpecs are YARN applications on Weft over the kind-style
@@ -22,14 +32,9 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 	Describe("with Weft on its nodes", Ordered, func() {
 		var y *yarnOnKube
 		BeforeAll(func(ctx SpecContext) {
-			c := cluster()
-			root, err := repoRoot()
-			Expect(err).NotTo(HaveOccurred())
-			_, err = c.Apply(ctx, filepath.Join(root, "deploy", "base", "namespaces.yaml"),
-				filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(BuildWeftImageOnNodes(ctx, nodeCount)).To(Succeed())
-			y = startYarn(ctx, WeftOnKubeOptions{Cluster: c, Version: "3.4.1", Nodes: nodeCount})
+			c := forJobs(ctx, cluster(), nodeCount)
+			// A node silent for 30 s is LOST (YARN's default: 10 minutes).
+			y = startYarn(ctx, WeftOnKubeOptions{Cluster: c, Version: "3.4.1", Nodes: nodeCount, RMArgs: []string{"--nm-expiry", "30s"}})
 		}, NodeTimeout(10*time.Minute))
 
 		It("spreads DistributedShell's six containers over every node, each NodeId its node's name at its node's address", func(ctx SpecContext) {
@@ -77,11 +82,33 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 		}, SpecTimeout(6*time.Minute))
 
-		It("runs a TeraSort whose maps land on several nodes, each reducer fetching map outputs from another node's shuffle, and the output validates", func(ctx SpecContext) {
-			y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=6", "60000", "/user/alice/tera-nodes-in")
+		It("runs teragen → terasort → teravalidate, unmodified, maps on several nodes, each reducer fetching map outputs from another node's shuffle, and the output validates", func(ctx SpecContext) {
+			const rows = 60000
+			y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=6", strconv.Itoa(rows), "/user/alice/tera-nodes-in")
+			status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("TeraGen"))
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+			Expect(status).To(MatchRegexp(`Application-Type\s*:\s*MAPREDUCE`))
+
 			stop := y.watchPods(ctx, func() string { return y.appByName("TeraSort") })
 			y.mapReduce(ctx, "TeraSort", "terasort", "-Dmapreduce.job.reduces=3", "/user/alice/tera-nodes-in", "/user/alice/tera-nodes-out")
 			pods := stop()
+			// Every 100-byte row came through, in three non-empty parts.
+			du, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-du", "/user/alice/tera-nodes-out/part-r-*")
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			var total int64
+			parts := 0
+			for _, line := range strings.Split(strings.TrimSpace(du), "\n") {
+				var size, onDisk int64
+				var name string
+				_, err := fmt.Sscan(line, &size, &onDisk, &name)
+				Expect(err).NotTo(HaveOccurred(), du)
+				Expect(size).To(BeNumerically(">", 0), du)
+				total += size
+				parts++
+			}
+			Expect(parts).To(Equal(3), du)
+			Expect(total).To(Equal(int64(rows*100)), du)
 			// A task's pod runs YarnChild with its attempt: _m_ a map,
 			// _r_ a reducer.
 			task := regexp.MustCompile(`attempt_\d+_\d+_([mr])_\d+_\d+`)
@@ -102,9 +129,202 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			// Every reducer fetches every map's output: with the maps on
 			// two nodes or more, each fetched from a node not its own.
 			y.mapReduce(ctx, "TeraValidate", "teravalidate", "/user/alice/tera-nodes-out", "/user/alice/tera-nodes-report")
+			// TeraValidate writes one "checksum" record when the whole
+			// output is sorted, and "misorder"/"error" records otherwise.
 			report, errOut, err := y.dist.Hadoop(ctx, y.conf, "alice", "fs", "-cat", "/user/alice/tera-nodes-report/part-r-*")
 			Expect(err).NotTo(HaveOccurred(), errOut)
 			Expect(report).To(MatchRegexp(`^checksum\s+[0-9a-f]+\s*$`))
 		}, SpecTimeout(12*time.Minute))
+
+		It("loses a node mid-job: LOST after the expiry, its containers completed as YARN completes them, the job SUCCEEDS on the others", func(ctx SpecContext) {
+			job := y.sleepJob(ctx, "-m", "4", "-r", "1", "-mt", "30000", "-rt", "1000")
+			// A node holding tasks of the job but not its AM.
+			var lost int
+			var app string
+			Eventually(func(g Gomega) {
+				if err := job.failed(); err != nil {
+					StopTrying(err.Error()).Now()
+				}
+				app = job.app(y)
+				g.Expect(app).NotTo(BeEmpty(), "submitted")
+				tasks, am := map[string]int{}, ""
+				for _, p := range y.appPods(ctx, app) {
+					if p.Status.Phase != corev1.PodRunning {
+						continue
+					}
+					if p.Labels[wellknown.LabelTier] == "high" {
+						am = p.Spec.NodeName
+					} else {
+						tasks[p.Spec.NodeName]++
+					}
+				}
+				g.Expect(am).NotTo(BeEmpty(), "the AM runs")
+				lost = 0
+				for i := 1; i <= nodeCount; i++ {
+					if n := kube.NodeName(i); n != am && tasks[n] > 0 {
+						lost = i
+					}
+				}
+				g.Expect(lost).NotTo(BeZero(), "a node with tasks and no AM: %v, AM on %s", tasks, am)
+			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			node := kube.NodeName(lost)
+			Expect(kube.CutNode(ctx, lost)).To(Succeed())
+			cut := time.Now()
+			DeferCleanup(func(ctx SpecContext) {
+				Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
+				// Back for the specs after: Ready, and RUNNING to YARN.
+				Eventually(func(g Gomega) {
+					n, err := y.cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(nodeReady(n)).To(BeTrue())
+				}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			})
+
+			// The node lifecycle controller marks it not Ready after its
+			// grace period; the RM calls it LOST once the expiry passes.
+			Eventually(func(g Gomega) {
+				out, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "node", "-list", "-all")
+				g.Expect(err).NotTo(HaveOccurred(), errOut)
+				g.Expect(out).To(MatchRegexp(`%s:8041\s+LOST`, node))
+			}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			GinkgoWriter.Printf("%s LOST %s after its link was cut\n", node, time.Since(cut).Round(time.Second))
+			Expect(job.wait()).To(Succeed(), job.output())
+			status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+			// The AM was told, in YARN's words, why its tasks there ended.
+			syslog, err := y.fetchAMLog(app, "syslog", "start=0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(syslog).To(ContainSubstring("Container released on a *lost* node"))
+		}, SpecTimeout(12*time.Minute))
+
+		It("lends a real node to a job and takes it back with notice while the job runs on the others, and the job SUCCEEDS", func(ctx SpecContext) {
+			const notice = 30 * time.Second
+			core := y.cluster.Client.CoreV1()
+			node := kube.NodeName(2)
+			// Taken back when online pods wait for it.
+			lendNode(ctx, tideClient(ctx, y.cluster), y.cluster, "kind", node, notice)
+
+			// Maps long enough to outlive the notice, some on the lent node.
+			job := y.sleepJob(ctx, "-m", "6", "-r", "1", "-mt", "60000", "-rt", "1000")
+			var app string
+			Eventually(func(g Gomega) {
+				if err := job.failed(); err != nil {
+					StopTrying(err.Error()).Now()
+				}
+				app = job.app(y)
+				g.Expect(app).NotTo(BeEmpty(), "submitted")
+				on := 0
+				for _, p := range y.appPods(ctx, app) {
+					if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == node && p.Labels[wellknown.LabelTier] != "high" {
+						on++
+					}
+				}
+				g.Expect(on).To(BeNumerically(">=", 1), "tasks on the lent node")
+			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+			// Online work that only this node can take.
+			peak := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "peak-" + node, Namespace: "default"},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node}, TerminationGracePeriodSeconds: new(int64),
+					Containers: []corev1.Container{{Name: "web", Image: images.BusyboxRef, Command: []string{"sleep", "3600"},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+			_, err := core.Pods("default").Create(ctx, peak, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) {
+				zero := int64(0)
+				_ = core.Pods("default").Delete(ctx, peak.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			})
+			var deadline time.Time
+			Eventually(func(g Gomega) {
+				n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOfflineToOnline))
+				deadline, err = wellknown.ParseTime(n.Annotations[wellknown.AnnotationTideNoticeDeadline])
+				g.Expect(err).NotTo(HaveOccurred())
+			}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+			GinkgoWriter.Printf("%s taken back, notice until %s\n", node, deadline.Format(time.RFC3339))
+
+			// Notice honoured: told first, nothing ended before the
+			// deadline, the node Online and the online pod on it after.
+			Eventually(y.rm.Logs).WithTimeout(10 * time.Second).Should(ContainSubstring("container on a node taken back from batch: notice given"))
+			Eventually(func(g Gomega) {
+				n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOnline))
+				p, err := core.Pods("default").Get(ctx, peak.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(p.Spec.NodeName).To(Equal(node))
+			}).WithTimeout(notice + 2*time.Minute).WithPolling(time.Second).Should(Succeed())
+			Expect(time.Now()).To(BeTemporally(">=", deadline))
+
+			// The job carries on on the other nodes and succeeds.
+			Expect(job.wait()).To(Succeed(), job.output())
+			status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		}, SpecTimeout(12*time.Minute))
 	})
+
+	Describe("with Weft's colocation agent on each node", Ordered, func() {
+		// Each node's big box: its kubelet's BestEffort QoS cgroup under
+		// the node's cgroup root (cgroupfs driver, cgroup v1).
+		boxQuota := func(node string) int64 {
+			return readInt(filepath.Join("/sys/fs/cgroup/cpu", node, "kubepods", "besteffort", "cpu.cfs_quota_us"))
+		}
+		BeforeAll(func(ctx SpecContext) {
+			c := forJobs(ctx, cluster(), nodeCount)
+			startYarn(ctx, WeftOnKubeOptions{Cluster: c, Version: "3.4.1", Nodes: nodeCount, Profile: "weft",
+				PluginArgs: []string{"--colocation-interval", "1s", "--peak-window", "5s", "--hysteresis", "2"}})
+		}, NodeTimeout(10*time.Minute))
+
+		It("shrinks the box of the node whose online work grows and leaves the other nodes' boxes as they were", func(ctx SpecContext) {
+			busy, quiet := kube.NodeName(1), kube.NodeName(2)
+			// Each agent bounds its own node's box, from its node's share.
+			var before int64
+			Eventually(func(g Gomega) {
+				for i := 1; i <= nodeCount; i++ {
+					g.Expect(boxQuota(kube.NodeName(i))).To(BeNumerically(">", 0), "%s's box bounded", kube.NodeName(i))
+				}
+				before = boxQuota(busy)
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+			quietBefore := boxQuota(quiet)
+			GinkgoWriter.Printf("boxes' CFS quotas before: %s %d, %s %d\n", busy, before, quiet, quietBefore)
+
+			// Online work on one node, using all of its share.
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "online-burn-", Namespace: "default"},
+				Spec: corev1.PodSpec{NodeName: busy, RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: new(int64),
+					Containers: []corev1.Container{{Name: "burn", Image: images.BusyboxRef,
+						Command:   []string{"/bin/sh", "-c", "for i in 1 2; do (while :; do :; done) & done; wait"},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+			}
+			pod, err := cluster().Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func(ctx SpecContext) {
+				zero := int64(0)
+				_ = cluster().Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			})
+			Eventually(func() int64 { return boxQuota(busy) }).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).
+				Should(BeNumerically("<=", before/4), "%s's box shrinks", busy)
+			// The quiet node measured only itself: its box is where it
+			// was (its own idle use moves it by a little).
+			Consistently(func() int64 { return boxQuota(quiet) }).WithTimeout(5*time.Second).WithPolling(250*time.Millisecond).
+				Should(BeNumerically("~", quietBefore, quietBefore/10), "%s's box", quiet)
+			GinkgoWriter.Printf("boxes' CFS quotas while %s burns: %s %d, %s %d\n", busy, busy, boxQuota(busy), quiet, boxQuota(quiet))
+		}, SpecTimeout(3*time.Minute))
+	})
+}
+
+// forJobs readies the kind-style cluster c of n nodes for Weft: its
+// namespaces, the plain profile's PriorityClasses, Weft's image in every
+// node's containerd.
+func forJobs(ctx SpecContext, c *kube.Cluster, n int) *kube.Cluster {
+	GinkgoHelper()
+	root, err := repoRoot()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = c.Apply(ctx, filepath.Join(root, "deploy", "base", "namespaces.yaml"),
+		filepath.Join(root, "deploy", "profiles", "plain", "priorityclasses.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(BuildWeftImageOnNodes(ctx, n)).To(Succeed())
+	return c
 }

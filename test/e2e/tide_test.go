@@ -373,6 +373,50 @@ var _ = Describe("The tidal controller over a pool of kwok nodes", Ordered, func
 	}, SpecTimeout(10*time.Minute))
 })
 
+// lendNode makes node a pool of its own (name), lent while online work
+// requests under 10% of it and taken back past 20% or when online pods
+// wait, with notice; runs weft-tide over the cluster until the spec ends;
+// and waits until the node is lent (Offline). The spec's end removes the
+// pool and leaves the node as it was found.
+func lendNode(ctx SpecContext, ctrl client.Client, cluster *kube.Cluster, name, node string, notice time.Duration) {
+	GinkgoHelper()
+	Expect(ctrl.Create(ctx, &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.TidePoolSpec{
+		NodeSelector:     metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelHostname: node}},
+		WatermarkPercent: 10, BandPercent: 10, Notice: &metav1.Duration{Duration: notice},
+	}})).To(Succeed())
+	DeferCleanup(removePool, ctrl, cluster, name, node)
+	startTide(cluster, podbinder.DefaultSchedulerName)
+	Eventually(func(g Gomega) {
+		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOffline))
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// removePool deletes a TidePool and leaves its node as it was found:
+// no tide taint, label or annotation.
+func removePool(ctx SpecContext, ctrl client.Client, cluster *kube.Cluster, pool, node string) {
+	core := cluster.Client.CoreV1()
+	_ = ctrl.Delete(ctx, &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+	n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	var taints []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Key != wellknown.TaintTide {
+			taints = append(taints, t)
+		}
+	}
+	n.Spec.Taints = taints
+	delete(n.Labels, wellknown.LabelTideState)
+	delete(n.Labels, wellknown.LabelTidePool)
+	for _, a := range []string{wellknown.AnnotationTideSince, wellknown.AnnotationTideNoticeDeadline, wellknown.AnnotationTideNoticedPods, wellknown.AnnotationTideKilledPods, wellknown.AnnotationTideHooksDone} {
+		delete(n.Annotations, a)
+	}
+	_, _ = core.Nodes().Update(ctx, n, metav1.UpdateOptions{})
+}
+
 // startTide runs weft-tide over the cluster until the spec ends, with
 // batchScheduler's pods as batch work.
 func startTide(cluster *kube.Cluster, batchScheduler string) *kube.Process {
@@ -458,40 +502,8 @@ var _ = Describe("The tide on the real node, with YARN jobs", Ordered, func() {
 		for _, p := range pods.Items {
 			Expect(p.Namespace).To(Equal(jobsNamespace), "pod %s/%s on the node", p.Namespace, p.Name)
 		}
-		// A pool of one node, lent while online work requests under 10% of
-		// it, taken back past 20% or when online pods wait: the peak below
-		// (15%) takes it back and then keeps it.
-		Expect(ctrl.Create(ctx, &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: "real"}, Spec: v1alpha1.TidePoolSpec{
-			NodeSelector:     metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelHostname: node}},
-			WatermarkPercent: 10, BandPercent: 10, Notice: &metav1.Duration{Duration: notice},
-		}})).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			// The pool goes and the node is left as it was found.
-			_ = ctrl.Delete(ctx, &v1alpha1.TidePool{ObjectMeta: metav1.ObjectMeta{Name: "real"}})
-			n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
-			if err != nil {
-				return
-			}
-			var taints []corev1.Taint
-			for _, t := range n.Spec.Taints {
-				if t.Key != wellknown.TaintTide {
-					taints = append(taints, t)
-				}
-			}
-			n.Spec.Taints = taints
-			delete(n.Labels, wellknown.LabelTideState)
-			delete(n.Labels, wellknown.LabelTidePool)
-			for _, a := range []string{wellknown.AnnotationTideSince, wellknown.AnnotationTideNoticeDeadline, wellknown.AnnotationTideNoticedPods, wellknown.AnnotationTideKilledPods, wellknown.AnnotationTideHooksDone} {
-				delete(n.Annotations, a)
-			}
-			_, _ = core.Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		})
-		startTide(y.cluster, podbinder.DefaultSchedulerName)
-		Eventually(func(g Gomega) {
-			n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(tide.StateOf(n)).To(Equal(v1alpha1.StateOffline))
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		// The peak below (15% of the node) takes it back and then keeps it.
+		lendNode(ctx, ctrl, y.cluster, "real", node, notice)
 
 		// A MapReduce job of two long maps (the default, no-op preemption
 		// policy: its AM lets the RM end what it was told of), and a

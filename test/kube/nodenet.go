@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -46,4 +47,22 @@ func NodesStateDir() string { return filepath.Join(Cache(), "kube-nodes") }
 // NodeContainerdAddress is the socket of node i's containerd.
 func NodeContainerdAddress(i int) string {
 	return filepath.Join(NodesStateDir(), "nodes", NodeName(i), "containerd", "containerd.sock")
+}
+
+// nodeLink is node i's link on this machine's side of the bridge.
+func nodeLink(i int) string { return fmt.Sprintf("weft-n%d-h", i) }
+
+// CutNode takes node i off the cluster's network, as a failed switch port
+// or a dead machine does: its kubelet, node plugin and containers keep
+// running but reach nothing and nothing reaches them.
+func CutNode(ctx context.Context, i int) error { return setLink(ctx, i, "down") }
+
+// RestoreNode puts node i back on the network CutNode took it off.
+func RestoreNode(ctx context.Context, i int) error { return setLink(ctx, i, "up") }
+
+func setLink(ctx context.Context, i int, state string) error {
+	if out, err := exec.CommandContext(ctx, "ip", "link", "set", nodeLink(i), state).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set %s %s: %v: %s", nodeLink(i), state, err, out)
+	}
+	return nil
 }
