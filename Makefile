@@ -115,10 +115,12 @@ SIM_TRUTH_FLAGS ?= -nodes 24 -from 2h -hours 12h -warm-up 2h -hour 1m -notice 2m
 sim-truth:
 	$(GO) run ./test/bench/groundtruth -config $(SIM_CONFIG) $(SIM_TRUTH_FLAGS)
 
-# Weft's main job on this machine: the local Kubernetes cluster, a
-# MiniDFSCluster and Weft deployed from deploy/, then an unmodified
-# DistributedShell job run through Weft by Hadoop's own client; prints
-# where to look and keeps HDFS up until Ctrl-C.
+# Weft's main job on this machine: the kind-style cluster of three real
+# nodes (test/kube/up.sh --nodes 3), a MiniDFSCluster and Weft deployed
+# from deploy/ (the chart with deploy/nodes.yaml), then an unmodified
+# DistributedShell job run through Weft by Hadoop's own client, its
+# containers spread over the nodes; prints where they ran and where to
+# look, and keeps HDFS up until Ctrl-C.
 run:
 	@$(GO) build -o $(BIN)/weft-demo ./cmd/weft-demo
 	@# Run directly, not through go run, which exits 1 after Ctrl-C even when
@@ -126,20 +128,13 @@ run:
 	$(BIN)/weft-demo
 
 # Stops everything make run started, also from another terminal: the demo
-# (and its HDFS) if it still runs, the local cluster's daemons, and Weft's
-# pods and every container with them; then checks that the ports the run
-# used are free again, naming what still holds one.
-RUN_PORTS := 8032 8030 8088 8041 8042 13562 8020 26443 23790
+# (and its HDFS) if it still runs, Weft in the cluster (whose pods would
+# otherwise start again with it), the cluster's daemons and containers and
+# its network; then checks that no namespace or process of the run is
+# left, naming what is.
 stop:
-	@pidf=.weft/demo/weft-demo.pid; if [ -f $$pidf ] && kill -0 $$(cat $$pidf) 2>/dev/null; then \
-	  echo "stop: the demo (HDFS)"; pid=$$(cat $$pidf); kill $$pid; \
-	  for i in $$(seq 100); do kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; fi
-	@echo "stop: the local cluster (test/kube/down.sh)"; test/kube/down.sh
-	@busy=; for p in $(RUN_PORTS); do \
-	  if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$$p" 2>/dev/null; then busy="$$busy $$p"; fi; done; \
-	if [ -n "$$busy" ]; then echo "stop: still listening on 127.0.0.1:$${busy# }"; \
-	  ss -ltnp 2>/dev/null | grep -E ":($$(echo $$busy | tr ' ' '|'))\s" || true; exit 1; fi; \
-	echo "stop: done; ports $(RUN_PORTS) are free"
+	@$(GO) build -o $(BIN)/weft-demo ./cmd/weft-demo
+	@$(BIN)/weft-demo -stop
 
 # The embedded default without Kubernetes: weft-rm alone on this machine
 # (state in .weft/data), a demo application submitted by the real Hadoop
@@ -150,7 +145,7 @@ run-embedded: build
 	@mkdir -p .weft
 	@if curl -sf -o /dev/null http://127.0.0.1:8088/ws/v1/cluster/info; then \
 	  echo "run-embedded: 127.0.0.1:8088 already answers as a ResourceManager (an earlier weft-rm or make run?): stop it first"; exit 1; fi
-	@# 250m a vcore, as make run's cluster (deploy/local.yaml) counts them.
+	@# 250m a vcore, as the one-node cluster's Weft (deploy/local.yaml) counts them.
 	@$(BIN)/weft-rm --data-dir .weft/data --milli-cpu-per-vcore 250 2>.weft/weft-rm.log & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid; exit 0' EXIT INT TERM; \
 	for i in $$(seq 50); do curl -sf http://127.0.0.1:8088/ws/v1/cluster/info >/dev/null && break; sleep 0.2; done; \

@@ -38,6 +38,10 @@ var _ = Describe("A kind-style cluster of three real nodes", Ordered, func() {
 		cluster, err = kube.UpNodes(ctx, nodeCount)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(kube.DownNodes)
+		// A Weft that `make run` installed and no `make stop` removed is
+		// kept in etcd and starts again with the nodes, on the addresses
+		// the specs' Weft serves on.
+		Expect(kube.RemoveWeft(ctx, cluster, "weft", 2*time.Minute)).To(Succeed())
 	}, NodeTimeout(20*time.Minute))
 
 	It("lists three Ready nodes with distinct addresses, each kubelet reporting its release", func(ctx SpecContext) {
