@@ -219,6 +219,6 @@ helm-check: helm
 	$(HELM) template weft deploy/chart/weft --set $$opt >/dev/null || exit 1; \
 	echo "helm-check: with $$opt: lint clean, rendered"; \
 	$(HELM) lint --strict deploy/chart/weft -f deploy/local.yaml >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
-	echo "helm-check: with deploy/local.yaml (make run's and the e2e suite's machine): lint clean"; \
+	echo "helm-check: with deploy/local.yaml (the one-node cluster's machine): lint clean"; \
 	$(HELM) lint --strict deploy/chart/weft -f deploy/nodes.yaml >$$tmp/lint.log 2>&1 || { cat $$tmp/lint.log; exit 1; }; \
-	echo "helm-check: with deploy/nodes.yaml (test/kube's kind-style cluster): lint clean"
+	echo "helm-check: with deploy/nodes.yaml (make run's kind-style cluster): lint clean"
