@@ -53,7 +53,7 @@ unit-test:
 E2E_REPORT := $(CURDIR)/.weft/e2e-report.json
 e2e-test: build
 	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)
-	$(GO) test -count=1 -timeout 60m -v ./test/e2e/ -ginkgo.v -ginkgo.json-report=$(E2E_REPORT) || \
+	$(GO) test -count=1 -timeout 75m -v ./test/e2e/ -ginkgo.v -ginkgo.json-report=$(E2E_REPORT) || \
 		{ rc=$$?; [ ! -f $(E2E_REPORT) ] || $(GO) run ./test/e2e/cmd/e2e-digest $(E2E_REPORT); exit $$rc; }
 
 # A new user's first hour, scripted: make run, the printed pi command,
