@@ -212,9 +212,14 @@ func (l *Launcher) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 // withPod reconciles an attempt whose AM pod exists.
 func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records.AttemptID, app *records.Application,
 	att *records.Attempt, pod *corev1.Pod) (reconcile.Result, error) {
+	// The AM container's NodeId, once its pod is bound.
+	node := ""
+	if pod.Spec.NodeName != "" {
+		node = fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
+	}
 	// The RM ends an AM container on a node it loses itself
 	// (rm.Manager.PutNodes): its pod only has to go.
-	lost := pod.Spec.NodeName != "" && podsync.NodeLost(snap, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort))
+	lost := node != "" && podsync.NodeLost(snap, node)
 	if app == nil || app.State.Terminal() {
 		// Finished, killed or forgotten: nothing of it may keep running.
 		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
@@ -226,8 +231,7 @@ func (l *Launcher) withPod(ctx context.Context, snap *state.Snapshot, id records
 		// a failed attempt's AM container.
 		return reconcile.Result{}, podsync.Delete(ctx, l.client, pod, lost)
 	}
-	if pod.Spec.NodeName != "" {
-		node := fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMPort)
+	if node != "" {
 		if c := snap.Container(cid); c == nil || c.Node != node {
 			err := l.mgr.AMContainerPlaced(ctx, cid, node, fmt.Sprintf("%s:%d", pod.Spec.NodeName, l.opts.NMHTTPPort), app.AMResource)
 			if err != nil {

@@ -411,30 +411,25 @@ func (m *Manager) PutNodes(ns ...*records.Node) error {
 		return nil
 	}
 	var failed []attemptFailure
-	var removed []*records.Application
-	err := m.store.Update(func(w *state.WriteTxn) error {
-		failed, removed = nil, nil
+	err := m.updateMaybeCompleting(func(w *state.WriteTxn) (bool, error) {
+		failed = nil
 		now := m.opts.Now().UnixMilli()
 		for _, n := range ns {
 			prev := w.Node(n.ID)
 			if err := w.PutNode(n); err != nil {
-				return err
+				return false, err
 			}
 			if n.State != records.NodeLost || prev != nil && prev.State == records.NodeLost {
 				continue
 			}
 			f, err := loseContainers(w, n.ID, now)
 			if err != nil {
-				return err
+				return false, err
 			}
 			failed = append(failed, f...)
 		}
-		if len(failed) == 0 {
-			return nil // no application completed: nothing to retain (updateCompleting)
-		}
-		var err error
-		removed, _, err = m.removeCompleted(w, 0)
-		return err
+		// Only an attempt ended with its node can complete an application.
+		return len(failed) > 0, nil
 	})
 	if err != nil {
 		return err
@@ -442,7 +437,6 @@ func (m *Manager) PutNodes(ns ...*records.Node) error {
 	for _, f := range failed {
 		m.logFailure(f)
 	}
-	m.noteRemoved(removed)
 	return nil
 }
 

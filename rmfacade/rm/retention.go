@@ -30,13 +30,21 @@ const recoverBatchRecords = 4096
 // is stored never exceeds it, even for an instant a crash could catch.
 // YARN does the same in two steps on each APP_COMPLETED event.
 func (m *Manager) updateCompleting(fn func(*state.WriteTxn) error) error {
+	return m.updateMaybeCompleting(func(w *state.WriteTxn) (bool, error) { return true, fn(w) })
+}
+
+// updateMaybeCompleting is updateCompleting for a transaction that says
+// whether it may have completed an application: only then does the limit
+// apply, which reads every completed application — not worth it for the
+// node syncs that write most transactions and complete nothing.
+func (m *Manager) updateMaybeCompleting(fn func(*state.WriteTxn) (bool, error)) error {
 	var removed []*records.Application
 	err := m.store.Update(func(w *state.WriteTxn) error {
 		removed = nil
-		if err := fn(w); err != nil {
+		completing, err := fn(w)
+		if err != nil || !completing {
 			return err
 		}
-		var err error
 		removed, _, err = m.removeCompleted(w, 0)
 		return err
 	})
