@@ -369,6 +369,14 @@ func (j *runningJob) waitRunning(ctx context.Context, y *yarnOnKube, n int) stri
 // polled every poll.
 func (j *runningJob) waitPods(ctx context.Context, y *yarnOnKube, running gomegatypes.GomegaMatcher, poll time.Duration) string {
 	GinkgoHelper()
+	return j.waitFor(y, poll, func(g Gomega, app string) { g.Expect(y.runningPods(ctx, app)).To(running) })
+}
+
+// waitFor waits, for up to 4 minutes polling every poll, until check
+// passes on the job's application once submitted, and returns its id; it
+// stops at once if the job's client failed.
+func (j *runningJob) waitFor(y *yarnOnKube, poll time.Duration, check func(g Gomega, app string)) string {
+	GinkgoHelper()
 	var app string
 	Eventually(func(g Gomega) {
 		if err := j.failed(); err != nil {
@@ -376,7 +384,7 @@ func (j *runningJob) waitPods(ctx context.Context, y *yarnOnKube, running gomega
 		}
 		app = j.app(y)
 		g.Expect(app).NotTo(BeEmpty(), "submitted")
-		g.Expect(y.runningPods(ctx, app)).To(running)
+		check(g, app)
 	}).WithTimeout(4 * time.Minute).WithPolling(poll).Should(Succeed())
 	return app
 }

@@ -140,13 +140,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			job := y.sleepJob(ctx, "-m", "4", "-r", "1", "-mt", "30000", "-rt", "1000")
 			// A node holding tasks of the job but not its AM.
 			var lost int
-			var app string
-			Eventually(func(g Gomega) {
-				if err := job.failed(); err != nil {
-					StopTrying(err.Error()).Now()
-				}
-				app = job.app(y)
-				g.Expect(app).NotTo(BeEmpty(), "submitted")
+			app := job.waitFor(y, time.Second, func(g Gomega, app string) {
 				tasks, am := map[string]int{}, ""
 				for _, p := range y.appPods(ctx, app) {
 					if p.Status.Phase != corev1.PodRunning {
@@ -166,7 +160,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 					}
 				}
 				g.Expect(lost).NotTo(BeZero(), "a node with tasks and no AM: %v, AM on %s", tasks, am)
-			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			})
 			node := kube.NodeName(lost)
 			Expect(kube.CutNode(ctx, lost)).To(Succeed())
 			cut := time.Now()
@@ -207,13 +201,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 
 			// Maps long enough to outlive the notice, some on the lent node.
 			job := y.sleepJob(ctx, "-m", "6", "-r", "1", "-mt", "60000", "-rt", "1000")
-			var app string
-			Eventually(func(g Gomega) {
-				if err := job.failed(); err != nil {
-					StopTrying(err.Error()).Now()
-				}
-				app = job.app(y)
-				g.Expect(app).NotTo(BeEmpty(), "submitted")
+			app := job.waitFor(y, time.Second, func(g Gomega, app string) {
 				on := 0
 				for _, p := range y.appPods(ctx, app) {
 					if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == node && p.Labels[wellknown.LabelTier] != "high" {
@@ -221,7 +209,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 					}
 				}
 				g.Expect(on).To(BeNumerically(">=", 1), "tasks on the lent node")
-			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			})
 
 			// Online work that only this node can take.
 			peak := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "peak-" + node, Namespace: "default"},

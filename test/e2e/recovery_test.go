@@ -127,15 +127,9 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		y.mapReduce(ctx, "TeraGen", "teragen", "-Dmapreduce.job.maps=8", "200000", "/user/alice/tera-in-8")
 		job := y.exampleJob(ctx, "TeraSort", "terasort", "-Dmapreduce.job.reduces=2", "-Dmapreduce.job.reduce.slowstart.completedmaps=0",
 			"-Dmapreduce.map.speculative=false", "-Dmapreduce.reduce.speculative=false", "/user/alice/tera-in-8", "/user/alice/tera-out-8")
-		var app string
 		// A map has finished (its output waits on the node's shuffle
 		// service) while the reducers and other maps run.
-		Eventually(func(g Gomega) {
-			if err := job.failed(); err != nil {
-				StopTrying(err.Error()).Now()
-			}
-			app = job.app(y)
-			g.Expect(app).NotTo(BeEmpty())
+		app := job.waitFor(y, 500*time.Millisecond, func(g Gomega, app string) {
 			done := 0
 			for _, p := range y.appPods(ctx, app) {
 				if p.Status.Phase == corev1.PodSucceeded {
@@ -144,7 +138,7 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 			}
 			g.Expect(done).To(BeNumerically(">=", 1))
 			g.Expect(y.runningPods(ctx, app)).To(BeNumerically(">=", 3))
-		}).WithTimeout(4 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		})
 		Expect(y.KillPlugin()).To(Succeed())
 		time.Sleep(3 * time.Second) // a container restart's worth of absence
 		Expect(y.StartPlugin()).To(Succeed())
