@@ -73,6 +73,22 @@ func (h *harness) settle() {
 	h.loop.SettlePods(h.client, h.l.PodRequests)
 }
 
+// runOn plays the scheduler and the kubelet: pod is bound to node and
+// runs there, and the controller has seen it.
+func (h *harness) runOn(pod corev1.Pod, node string) {
+	h.t.Helper()
+	ctx := context.Background()
+	pod.Spec.NodeName = node
+	if err := h.client.Update(ctx, &pod); err != nil {
+		h.t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	if err := h.client.Status().Update(ctx, &pod); err != nil {
+		h.t.Fatal(err)
+	}
+	h.settle()
+}
+
 func (h *harness) pods(ns string, labels client.MatchingLabels) []corev1.Pod {
 	h.t.Helper()
 	var list corev1.PodList
@@ -307,16 +323,7 @@ func TestFinishingAMStoppedAfterGrace(t *testing.T) {
 	app := submitAM(t, mgr, 0, "am")
 	h.settle()
 	id := records.AttemptID{App: app, ID: 1}
-	pod := h.pods("jobs", nil)[0]
-	pod.Spec.NodeName = "n1"
-	if err := h.client.Update(ctx, &pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodRunning
-	if err := h.client.Status().Update(ctx, &pod); err != nil {
-		t.Fatal(err)
-	}
-	h.settle()
+	h.runOn(h.pods("jobs", nil)[0], "n1")
 	if c := mgr.Snapshot().Container(records.ContainerID{Attempt: id, ID: 1}); c == nil || c.Node != "n1:8041" || c.NodeHTTP != "n1:8042" {
 		t.Fatalf("AM container not placed: %+v", c)
 	}
@@ -372,7 +379,6 @@ func TestExpiredAM(t *testing.T) {
 // lost already (the RM was not running when it was placed) ends the same
 // way.
 func TestAMOnALostNode(t *testing.T) {
-	ctx := context.Background()
 	mgr, h := newPlain(t, nil, nil)
 	var deletes []string // "pod grace", -1 for the pod's own
 	h.client = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
@@ -396,15 +402,7 @@ func TestAMOnALostNode(t *testing.T) {
 	bind := func(app records.ApplicationID) string {
 		t.Helper()
 		pod := podsOf(app)[0]
-		pod.Spec.NodeName = "n1"
-		if err := h.client.Update(ctx, &pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status.Phase = corev1.PodRunning
-		if err := h.client.Status().Update(ctx, &pod); err != nil {
-			t.Fatal(err)
-		}
-		h.settle()
+		h.runOn(pod, "n1")
 		return pod.Name
 	}
 	setNode := func(st records.NodeState) {
