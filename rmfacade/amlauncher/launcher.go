@@ -144,15 +144,13 @@ func initial(snap *state.Snapshot) []reconcile.Request {
 func changed(snap *state.Snapshot, c state.Change) []reconcile.Request {
 	switch c.Table {
 	case state.TableNodes:
-		if podsync.JustLost(c) {
-			var out []reconcile.Request
-			for _, rec := range snap.ContainersOnNode(c.After.(*records.Node).ID) {
-				if rec.ID.ID == 1 {
-					out = append(out, storesource.Request(rec.ID.Attempt))
-				}
+		var out []reconcile.Request
+		for _, rec := range podsync.LostWith(snap, c) {
+			if rec.ID.ID == 1 {
+				out = append(out, storesource.Request(rec.ID.Attempt))
 			}
-			return out
 		}
+		return out
 	case state.TableAttempts:
 		if a, ok := cmp.Or(c.After, c.Before).(*records.Attempt); ok {
 			return []reconcile.Request{storesource.Request(a.ID)}

@@ -143,15 +143,13 @@ func initial(snap *state.Snapshot) []reconcile.Request {
 func changed(snap *state.Snapshot, c state.Change) []reconcile.Request {
 	switch c.Table {
 	case state.TableNodes:
-		if JustLost(c) {
-			var out []reconcile.Request
-			for _, rec := range snap.ContainersOnNode(c.After.(*records.Node).ID) {
-				if rec.ID.ID != 1 {
-					out = append(out, storesource.Request(rec.ID))
-				}
+		var out []reconcile.Request
+		for _, rec := range LostWith(snap, c) {
+			if rec.ID.ID != 1 {
+				out = append(out, storesource.Request(rec.ID))
 			}
-			return out
 		}
+		return out
 	case state.TableContainers:
 		rec, _ := cmp.Or(c.After, c.Before).(*records.Container)
 		if rec != nil && rec.ID.ID != 1 {
@@ -264,11 +262,15 @@ func NodeLost(snap *state.Snapshot, node string) bool {
 	return n != nil && n.State == records.NodeLost
 }
 
-// JustLost tells a store change that made a node LOST.
-func JustLost(c state.Change) bool {
+// LostWith are the containers on the node a store change made LOST; none
+// for any other change.
+func LostWith(snap *state.Snapshot, c state.Change) []*records.Container {
 	after, _ := c.After.(*records.Node)
 	before, _ := c.Before.(*records.Node)
-	return after != nil && after.State == records.NodeLost && (before == nil || before.State != records.NodeLost)
+	if after == nil || after.State != records.NodeLost || before != nil && before.State == records.NodeLost {
+		return nil
+	}
+	return snap.ContainersOnNode(after.ID)
 }
 
 // CachedPod is a container's pod as the cache holds it, or nil.
