@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/weft-sh/weft/deploy/images"
 )
@@ -44,15 +43,11 @@ func run(ctx context.Context, address, dir string, cluster, weft bool, busybox s
 		todo = append(todo, images.Pause(pause), images.Busybox(busybox), images.NodeRuntime())
 	}
 	if weft {
-		bins := map[string]string{}
-		for _, cmd := range images.WeftCommands {
-			b, err := images.BuildStatic(tmp, "github.com/weft-sh/weft/cmd/"+cmd, cmd)
-			if err != nil {
-				return err
-			}
-			bins[filepath.Base(b)] = b
+		img, err := images.BuildWeft(tmp)
+		if err != nil {
+			return err
 		}
-		todo = append(todo, images.Weft(bins))
+		todo = append(todo, img)
 	}
 	im := images.Importer{Address: address, Dir: dir}
 	for _, img := range todo {

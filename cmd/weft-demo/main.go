@@ -331,23 +331,19 @@ type imageResult struct {
 	err error
 }
 
-// weftImage builds Weft's binaries and the image made of them, as
-// cmd/kube-images -weft does, once for every node.
+// weftImage builds Weft's binaries and the image made of them once for
+// every node.
 func weftImage() imageResult {
 	dir, err := os.MkdirTemp("", "weft-demo-image-")
 	if err != nil {
 		return imageResult{err: err}
 	}
-	bins := map[string]string{}
-	for _, cmd := range images.WeftCommands {
-		b, err := images.BuildStatic(dir, "github.com/weft-sh/weft/cmd/"+cmd, cmd)
-		if err != nil {
-			os.RemoveAll(dir)
-			return imageResult{err: err}
-		}
-		bins[filepath.Base(b)] = b
+	img, err := images.BuildWeft(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return imageResult{err: err}
 	}
-	return imageResult{img: images.Weft(bins), dir: dir}
+	return imageResult{img: img, dir: dir}
 }
 
 // importImage imports img into every node's containerd, where it changed,

@@ -71,6 +71,20 @@ func NodeRuntime() Image {
 // WeftCommands are the binaries of Weft's image, under ./cmd.
 var WeftCommands = []string{"weft-rm", "weft-nodeplugin", "weft-localizer", "weft-tide"}
 
+// BuildWeft builds WeftCommands static into dir and returns Weft's image
+// of them; the image's entries read the binaries from dir.
+func BuildWeft(dir string) (Image, error) {
+	bins := map[string]string{}
+	for _, cmd := range WeftCommands {
+		b, err := BuildStatic(dir, "github.com/weft-sh/weft/cmd/"+cmd, cmd)
+		if err != nil {
+			return Image{}, err
+		}
+		bins[filepath.Base(b)] = b
+	}
+	return Weft(bins), nil
+}
+
 // Weft holds Weft's binaries (static) under /usr/local/bin.
 func Weft(bins map[string]string) Image {
 	names := make([]string, 0, len(bins))
