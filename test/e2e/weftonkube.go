@@ -39,8 +39,6 @@ type WeftOnKube struct {
 	Dist *hadoop.Dist
 	// NMHTTP is the (first) node plugin's web address (containers' logs).
 	NMHTTP string
-	// Nodes are the names of the nodes a node plugin serves.
-	Nodes []string
 	// DefaultFS is the MiniDFSCluster's URI (fs.defaultFS).
 	DefaultFS string
 	// DFSDir is the MiniDFSCluster's base directory.
@@ -242,7 +240,6 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		name, ip := kube.NodeName(i), kube.NodeIP(i)
 		w.plugins = append(w.plugins, &nodePlugin{node: name, netns: name, args: append([]string{"--node-name", name, "--node-cgroup", "/" + name,
 			"--address", ip + nm, "--http-address", ip + nmHTTP, "--shuffle-address", ip + shuffle}, common...)})
-		w.Nodes = append(w.Nodes, name)
 	}
 	if opts.Nodes > 0 {
 		w.NMHTTP = kube.NodeIP(1) + nmHTTP
@@ -284,19 +281,6 @@ func (w *WeftOnKube) KillPlugin() error {
 		p.cmd.Wait()
 	}
 	return nil
-}
-
-// StopPlugin stops the named node's plugin (SIGTERM), as a node that goes
-// away takes its DaemonSet pod with it.
-func (w *WeftOnKube) StopPlugin(node string) error {
-	for _, p := range w.plugins {
-		if p.node == node && p.cmd != nil && p.cmd.ProcessState == nil {
-			p.cmd.Process.Signal(os.Interrupt)
-			p.cmd.Wait()
-			return nil
-		}
-	}
-	return fmt.Errorf("no running node plugin on %s", node)
 }
 
 // PluginLogs is what the node plugin printed.

@@ -11,8 +11,6 @@ import (
 // a harness needs to run a peer of the cluster (MiniDFS, weft-rm, a node
 // plugin) in the control plane's or a node's network namespace.
 const (
-	// HostIP is this machine's address on the cluster's bridge.
-	HostIP = "10.77.0.1"
 	// ControlPlaneIP is the control plane's address; the API server, and
 	// what a harness runs beside it, serve there.
 	ControlPlaneIP = "10.77.0.2"
