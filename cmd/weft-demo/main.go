@@ -182,7 +182,7 @@ func run(ctx context.Context) error {
 			return
 		}
 		os.RemoveAll(filepath.Join(work, "dfs"))
-		svc, err := mini.StartServiceWith(ctx, func(c *exec.Cmd) { kube.InNetns(c, kube.ControlPlaneNetns) }, work,
+		svc, err := mini.StartServiceWith(ctx, kube.InControlPlane, work,
 			"sh.weft.interop.MiniDFS", filepath.Join(work, "dfs"), hdfsPort, kube.ControlPlaneIP)
 		dfsc <- dfsResult{svc, err}
 	}()

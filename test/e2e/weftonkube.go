@@ -115,7 +115,7 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 		return nil, err
 	}
 	if opts.Nodes > 0 {
-		w.dfs, err = mini.StartServiceWith(ctx, inControlPlane, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir, "0", kube.ControlPlaneIP)
+		w.dfs, err = mini.StartServiceWith(ctx, kube.InControlPlane, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir, "0", kube.ControlPlaneIP)
 	} else {
 		w.dfs, err = mini.StartService(ctx, opts.Work, "sh.weft.interop.MiniDFS", w.DFSDir)
 	}
@@ -249,10 +249,6 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	}
 	return w, nil
 }
-
-// inControlPlane runs a command in the kind-style cluster's control
-// plane's network namespace.
-func inControlPlane(cmd *exec.Cmd) { kube.InNetns(cmd, kube.ControlPlaneNetns) }
 
 // StartPlugin starts every node's plugin (again, after KillPlugin: as the
 // kubelet restarts its DaemonSet pod's container).

@@ -38,6 +38,11 @@ func InNetns(cmd *exec.Cmd, ns string) {
 	cmd.Path = nsenter
 }
 
+// InControlPlane makes cmd, not yet started, run in the control plane's
+// network namespace, as InNetns does: a peer the nodes reach at
+// ControlPlaneIP (MiniDFS, weft-rm).
+func InControlPlane(cmd *exec.Cmd) { InNetns(cmd, ControlPlaneNetns) }
+
 // NodesStateDir is where up.sh --nodes keeps the kind-style cluster's
 // state: the control plane's, and each node's under nodes/<name>.
 func NodesStateDir() string { return filepath.Join(Cache(), "kube-nodes") }
