@@ -60,6 +60,10 @@ type Service struct {
 	sessions map[records.AttemptID]*session
 	// headroom is the cluster's last summed headroom (clusterHeadroom).
 	headroom atomic.Pointer[headroom]
+	// nodesMu guards nodes, and serializes summing the headroom anew so
+	// that each change of the nodes is scanned once.
+	nodesMu sync.Mutex
+	nodes   nodeLog
 }
 
 // session is what this incarnation keeps of a registered AM.
@@ -75,6 +79,9 @@ type session struct {
 	// heard is when the AM last called (Unix nanoseconds), read by the
 	// liveness monitor without waiting on a call in progress.
 	heard atomic.Int64
+	// nodesFrom is the number of the first node change (nodeLog) the AM
+	// has yet to hear of.
+	nodesFrom uint64
 }
 
 // New returns the service.
@@ -210,6 +217,7 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	}
 	sess.last = &sent{head: &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}}
 	sess.heard.Store(s.opts.Now().UnixNano())
+	sess.nodesFrom = s.clusterHeadroom().nodesNext
 	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
 		MaximumCapability:      wire.Resource(max),
@@ -308,6 +316,7 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	h := s.clusterHeadroom()
 	resp.Limit = wire.Resource(records.Resource{MemoryMB: max(h.free.MemoryMB, 0), VCores: max(h.free.VCores, 0)})
 	resp.NumClusterNodes = proto.Int32(int32(h.nodes))
+	resp.UpdatedNodes = s.updatedNodes(sess)
 	sess.last = granted.keep(resp)
 	return resp, nil
 }
@@ -353,6 +362,8 @@ func (s sent) keep(resp *yarnpb.AllocateResponseProto) *sent {
 type headroom struct {
 	free  records.Resource
 	nodes int
+	// nodesNext is the number the next node change will have (nodeLog).
+	nodesNext uint64
 	// changed closes when a node changes after the snapshot it was
 	// summed over.
 	changed <-chan struct{}
@@ -362,23 +373,65 @@ type headroom struct {
 // not once per heartbeat: with 10,000 nodes and 1,000 AMs heartbeating
 // each second, listing and summing every node on every call would take
 // most of the RM's CPU (test/bench/scale).
+//
+// The same pass logs the nodes whose usability changed (nodeLog).
 func (s *Service) clusterHeadroom() *headroom {
-	if h := s.headroom.Load(); h != nil {
+	fresh := func(h *headroom) bool {
+		if h == nil {
+			return false
+		}
 		select {
 		case <-h.changed:
+			return false
 		default:
-			return h
+			return true
 		}
+	}
+	if h := s.headroom.Load(); fresh(h) {
+		return h
+	}
+	s.nodesMu.Lock()
+	defer s.nodesMu.Unlock()
+	if h := s.headroom.Load(); fresh(h) {
+		return h // summed while this call waited
 	}
 	snap := s.mgr.Snapshot()
 	h := &headroom{changed: snap.NodesChanged()}
-	for _, n := range snap.Nodes(records.NodeRunning) {
+	all := snap.Nodes()
+	for _, n := range all {
+		if n.State != records.NodeRunning {
+			continue
+		}
 		h.free = h.free.Add(records.Resource{MemoryMB: n.Capability.MemoryMB - n.Used.MemoryMB - n.Occupied.MemoryMB,
 			VCores: n.Capability.VCores - n.Used.VCores - n.Occupied.VCores})
 		h.nodes++
 	}
+	now := s.opts.Now()
+	s.nodes.scan(all, now)
+	s.nodes.trim(now.Add(-s.opts.AMExpiry))
+	h.nodesNext = s.nodes.next()
 	s.headroom.Store(h)
 	return h
+}
+
+// updatedNodes returns the reports of the nodes whose usability changed
+// since the AM last heard, as they are now; the caller holds sess.mu.
+func (s *Service) updatedNodes(sess *session) []*yarnpb.NodeReportProto {
+	s.nodesMu.Lock()
+	ids := s.nodes.since(sess.nodesFrom)
+	sess.nodesFrom = s.nodes.next()
+	s.nodesMu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	snap := s.mgr.Snapshot()
+	var out []*yarnpb.NodeReportProto
+	for _, id := range ids {
+		if n := snap.Node(id); n != nil {
+			out = append(out, wire.NodeReport(n))
+		}
+	}
+	return out
 }
 
 // grant puts the attempt's newly placed containers, with their container

@@ -32,10 +32,6 @@ func attemptStateProto(s records.AttemptState) *yarnpb.YarnApplicationAttemptSta
 	return yarnpb.YarnApplicationAttemptStateProto(yarnpb.YarnApplicationAttemptStateProto_value["APP_ATTEMPT_"+string(s)]).Enum()
 }
 
-func nodeStateProto(s records.NodeState) *yarnpb.NodeStateProto {
-	return yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+string(s)]).Enum()
-}
-
 // nodeStateOf converts a node state of a request; ok is false for a value
 // outside the enum (a newer or a broken client), which Java's protobuf
 // drops before the RM sees the request.
@@ -123,24 +119,6 @@ func containerReport(c *records.Container) *yarnpb.ContainerReportProto {
 		LogUrl: proto.String(c.LogURL), ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: containerStateProto(c.State),
 		NodeHttpAddress: proto.String(c.NodeHTTP),
 	}
-}
-
-func nodeReport(n *records.Node) *yarnpb.NodeReportProto {
-	r := &yarnpb.NodeReportProto{
-		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
-		RackName: proto.String(n.Rack), Used: wire.Resource(n.Used), Capability: wire.Resource(n.Capability),
-		NumContainers: proto.Int32(n.NumContainers), NodeState: nodeStateProto(n.State), HealthReport: proto.String(n.HealthReport),
-		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
-	}
-	// What `yarn node -status` prints as "Resource Utilization by Node" and
-	// "by Containers" (virtual memory: as physical, nodes run without swap).
-	if u := n.Utilization; u != nil {
-		r.NodeUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.PhysicalMemoryMB)),
-			Vmem: proto.Int32(int32(u.PhysicalMemoryMB)), Cpu: proto.Float32(float32(u.CPU))}
-		r.ContainersUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)),
-			Vmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)), Cpu: proto.Float32(float32(u.ContainersVCores))}
-	}
-	return r
 }
 
 // queueStats counts a queue's applications by state.

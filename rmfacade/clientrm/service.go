@@ -242,7 +242,7 @@ func (s *Service) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNod
 	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
 	for _, n := range s.mgr.Snapshot().Nodes(states...) {
-		resp.NodeReports = append(resp.NodeReports, nodeReport(n))
+		resp.NodeReports = append(resp.NodeReports, wire.NodeReport(n))
 	}
 	return resp, nil
 }

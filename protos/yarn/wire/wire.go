@@ -94,3 +94,28 @@ func SplitNodeID(id string) (host string, port int32, err error) {
 	}
 	return id[:i], int32(p), nil
 }
+
+// NodeState is a node state in its wire form.
+func NodeState(s records.NodeState) *yarnpb.NodeStateProto {
+	return yarnpb.NodeStateProto(yarnpb.NodeStateProto_value["NS_"+string(s)]).Enum()
+}
+
+// NodeReport is a node as `yarn node -list` and an AM's allocate response
+// (updatedNodes) carry it.
+func NodeReport(n *records.Node) *yarnpb.NodeReportProto {
+	r := &yarnpb.NodeReportProto{
+		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
+		RackName: proto.String(n.Rack), Used: Resource(n.Used), Capability: Resource(n.Capability),
+		NumContainers: proto.Int32(n.NumContainers), NodeState: NodeState(n.State), HealthReport: proto.String(n.HealthReport),
+		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
+	}
+	// What `yarn node -status` prints as "Resource Utilization by Node" and
+	// "by Containers" (virtual memory: as physical, nodes run without swap).
+	if u := n.Utilization; u != nil {
+		r.NodeUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.PhysicalMemoryMB)),
+			Vmem: proto.Int32(int32(u.PhysicalMemoryMB)), Cpu: proto.Float32(float32(u.CPU))}
+		r.ContainersUtilization = &yarnpb.ResourceUtilizationProto{Pmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)),
+			Vmem: proto.Int32(int32(u.ContainersPhysicalMemoryMB)), Cpu: proto.Float32(float32(u.ContainersVCores))}
+	}
+	return r
+}
