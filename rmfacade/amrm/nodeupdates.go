@@ -63,18 +63,33 @@ func (l *nodeLog) next() uint64 { return l.first + uint64(len(l.changes)) }
 // scan records the nodes' usability and logs each node whose usability
 // differs from the last scan's, or that is new since then.
 func (l *nodeLog) scan(nodes []*records.Node, at time.Time) {
-	now := make(map[string]usability, len(nodes))
+	if l.seen == nil {
+		l.seen = make(map[string]usability, len(nodes))
+		for _, n := range nodes {
+			l.seen[n.ID] = usabilityOf(n.State)
+		}
+		return
+	}
+	// In place: the headroom is summed again on each write to a node, and
+	// with 10,000 nodes a new map per pass would be most of its garbage.
 	for _, n := range nodes {
 		u := usabilityOf(n.State)
-		now[n.ID] = u
-		if l.seen == nil {
-			continue
-		}
 		if was, ok := l.seen[n.ID]; !ok || was != u {
+			l.seen[n.ID] = u
 			l.changes = append(l.changes, nodeChange{node: n.ID, at: at})
 		}
 	}
-	l.seen = now
+	if len(l.seen) > len(nodes) { // nodes removed from the store
+		present := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			present[n.ID] = true
+		}
+		for id := range l.seen {
+			if !present[id] {
+				delete(l.seen, id)
+			}
+		}
+	}
 }
 
 // since returns the nodes that changed from change number from on, each

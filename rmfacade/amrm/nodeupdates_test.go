@@ -133,3 +133,20 @@ func TestNodeLogForgetsChangesOlderThanTheExpiry(t *testing.T) {
 		t.Fatalf("an AM that has heard all: %q", got)
 	}
 }
+
+// A node removed from the store and registered again joins anew.
+func TestNodeLogSeesANodeRemovedAndBackAsJoining(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	var l nodeLog
+	a, b := &records.Node{ID: "a", State: records.NodeRunning}, &records.Node{ID: "b", State: records.NodeRunning}
+	l.scan([]*records.Node{a, b}, t0)
+	from := l.next()
+	l.scan([]*records.Node{a}, t0)
+	if got := l.since(from); len(got) != 0 {
+		t.Fatalf("a removal is not an update: %q", got)
+	}
+	l.scan([]*records.Node{a, b}, t0)
+	if got := l.since(from); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("b back: %q, want b", got)
+	}
+}

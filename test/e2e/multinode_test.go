@@ -137,7 +137,13 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 		}, SpecTimeout(12*time.Minute))
 
 		It("loses a node mid-job: LOST after the expiry, its containers completed as YARN completes them, the job SUCCEEDS on the others", func(ctx SpecContext) {
-			job := y.sleepJob(ctx, "-m", "4", "-r", "1", "-mt", "30000", "-rt", "1000")
+			// The AM stops the killed tasks' containers on the lost node
+			// before it runs them again, retrying its NodeManager for
+			// yarn.client.nodemanager-connect.max-wait-ms (3 minutes by
+			// default, as on any YARN cluster): bounded here to keep the
+			// spec short, not what it proves.
+			job := y.sleepJob(ctx, "-Dyarn.client.nodemanager-connect.max-wait-ms=15000", "-Dyarn.client.nodemanager-connect.retry-interval-ms=3000",
+				"-m", "4", "-r", "1", "-mt", "30000", "-rt", "1000")
 			// A node holding tasks of the job but not its AM.
 			var lost int
 			app := job.waitFor(y, time.Second, func(g Gomega, app string) {
