@@ -111,12 +111,12 @@ func attemptReport(a *records.Attempt, proxyBase string) *yarnpb.ApplicationAtte
 	return r
 }
 
-func containerReport(c *records.Container) *yarnpb.ContainerReportProto {
+func containerReport(c *records.Container, user string) *yarnpb.ContainerReportProto {
 	return &yarnpb.ContainerReportProto{
 		ContainerId: wire.ContainerID(c.ID), Resource: wire.Resource(c.Resource),
 		NodeId: wire.NodeID(c.Node), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(c.Priority)},
 		CreationTime: proto.Int64(c.StartTime), FinishTime: proto.Int64(c.FinishTime), DiagnosticsInfo: proto.String(c.Diagnostics),
-		LogUrl: proto.String(c.LogURL), ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: containerStateProto(c.State),
+		LogUrl: proto.String(c.LogsURL(user)), ContainerExitStatus: proto.Int32(c.ExitStatus), ContainerState: containerStateProto(c.State),
 		NodeHttpAddress: proto.String(c.NodeHTTP),
 	}
 }

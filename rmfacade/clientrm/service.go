@@ -321,8 +321,9 @@ func (s *Service) getContainers(ctx context.Context, req *yarnpb.GetContainersRe
 		return nil, err
 	}
 	resp := &yarnpb.GetContainersResponseProto{}
+	user := appUser(snap, att.ID.App)
 	for _, c := range snap.ContainersOfAttempt(att.ID) {
-		resp.Containers = append(resp.Containers, containerReport(c))
+		resp.Containers = append(resp.Containers, containerReport(c, user))
 	}
 	return resp, nil
 }
@@ -340,7 +341,16 @@ func (s *Service) getContainerReport(ctx context.Context, req *yarnpb.GetContain
 	if c == nil {
 		return nil, yarnerr.ContainerNotFound(id.String())
 	}
-	return &yarnpb.GetContainerReportResponseProto{ContainerReport: containerReport(c)}, nil
+	return &yarnpb.GetContainerReportResponseProto{ContainerReport: containerReport(c, appUser(snap, id.Attempt.App))}, nil
+}
+
+// appUser is the user an application runs as, whose containers' logs its
+// links name; empty when the application is gone.
+func appUser(snap *state.Snapshot, id records.ApplicationID) string {
+	if a := snap.Application(id); a != nil {
+		return a.User
+	}
+	return ""
 }
 
 func (s *Service) moveApplicationAcrossQueues(ctx context.Context, req *yarnpb.MoveApplicationAcrossQueuesRequestProto) (*yarnpb.MoveApplicationAcrossQueuesResponseProto, error) {

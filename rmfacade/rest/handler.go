@@ -585,7 +585,7 @@ func (h *handler) fillAppInfo(v *appView, a *records.Application, info *dao.AppI
 		if i := slices.IndexFunc(containers, func(c *records.Container) bool { return c.ID == am }); i >= 0 && containers[i].NodeHTTP != "" {
 			c := containers[i]
 			info.AMHostHTTPAddress = c.NodeHTTP
-			info.AMContainerLogs = "http://" + c.NodeHTTP + "/node/containerlogs/" + am.String() + "/" + a.User
+			info.AMContainerLogs = c.LogsURL(a.User)
 		}
 	}
 	if a.State.Terminal() {

@@ -2,7 +2,6 @@ package webui
 
 import (
 	"net/http"
-	"net/url"
 
 	"github.com/gorilla/mux"
 
@@ -41,11 +40,7 @@ type containerRow struct {
 }
 
 func newContainerRow(c *records.Container, user string) containerRow {
-	row := containerRow{Container: c, Pod: translator.PodName(c.ID.String())}
-	if c.NodeHTTP != "" {
-		row.LogsURL = "http://" + c.NodeHTTP + "/node/containerlogs/" + c.ID.String() + "/" + url.PathEscape(user)
-	}
-	return row
+	return containerRow{Container: c, Pod: translator.PodName(c.ID.String()), LogsURL: c.LogsURL(user)}
 }
 
 func newAttemptRow(snap *state.Snapshot, att *records.Attempt, user string, nowMs int64) attemptRow {

@@ -58,6 +58,12 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(hosts).To(HaveLen(7), "the AM and six containers")
 			slices.Sort(hosts)
 			Expect(slices.Compact(hosts)).To(HaveLen(nodeCount), "nodes holding the application's containers")
+			// Each container's LOG-URL is its own node's NodeManager page.
+			rows := regexp.MustCompile(`(container_\w+)\s.*?(weft-node-\d+):8041\s.*`).FindAllStringSubmatch(list, -1)
+			Expect(rows).To(HaveLen(7))
+			for _, row := range rows {
+				Expect(row[0]).To(ContainSubstring("http://%s:8042/node/containerlogs/%s/alice", row[2], row[1]))
+			}
 
 			// Each NodeId's host is the node's name, which resolves here
 			// (and in every node, whose pods read this machine's hosts

@@ -65,3 +65,16 @@ func TestIDsCompare(t *testing.T) {
 		}
 	}
 }
+
+// A container's logs link is its node's NodeManager page for it, as a
+// real RM gives it in container reports; none before it has a node.
+func TestContainerLogsURL(t *testing.T) {
+	id := ContainerID{Attempt: AttemptID{App: ApplicationID{ClusterTimestamp: 1700000000000, ID: 3}, ID: 1}, ID: 2}
+	c := &Container{ID: id, NodeHTTP: "weft-node-2:8042"}
+	if got, want := c.LogsURL("alice"), "http://weft-node-2:8042/node/containerlogs/container_1700000000000_0003_01_000002/alice"; got != want {
+		t.Fatalf("LogsURL = %q, want %q", got, want)
+	}
+	if got := (&Container{ID: id}).LogsURL("alice"); got != "" {
+		t.Fatalf("a container without a node links %q", got)
+	}
+}

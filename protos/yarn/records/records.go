@@ -1,6 +1,9 @@
 package records
 
-import "fmt"
+import (
+	"fmt"
+	"net/url"
+)
 
 // AppState is YARN's YarnApplicationState.
 type AppState string
@@ -173,7 +176,6 @@ type Container struct {
 	Diagnostics string         `json:"diagnostics,omitempty"`
 	StartTime   int64          `json:"startTime"`
 	FinishTime  int64          `json:"finishTime,omitempty"`
-	LogURL      string         `json:"logURL,omitempty"`
 	// Tier is the container's colocation tier, stored by name.
 	Tier Tier `json:"tier,omitempty"`
 	// AllocationRequestID is the AM's id of the request it satisfies.
@@ -214,6 +216,16 @@ const (
 
 // Key is the container's primary key in the store.
 func (c *Container) Key() string { return c.ID.String() }
+
+// LogsURL is where the node serves the container's logs to its
+// application's user, as YARN's RM links them (a NodeManager's
+// /node/containerlogs page); empty before the container has a node.
+func (c *Container) LogsURL(user string) string {
+	if c.NodeHTTP == "" {
+		return ""
+	}
+	return "http://" + c.NodeHTTP + "/node/containerlogs/" + c.ID.String() + "/" + url.PathEscape(user)
+}
 
 // Node is a node that can run containers, named host:port as a NodeId.
 type Node struct {
