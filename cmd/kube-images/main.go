@@ -1,6 +1,7 @@
 // Command kube-images builds the local cluster's images on this machine and
 // imports those that changed into its containerd: -cluster the pause,
-// busybox and node-runtime images up.sh needs, -weft Weft's own binaries.
+// busybox and node-runtime images up.sh needs, -weft Weft's own binaries,
+// -coredns the cluster DNS from a CoreDNS binary up.sh built.
 package main
 
 import (
@@ -18,14 +19,15 @@ func main() {
 	cluster := flag.Bool("cluster", false, "the cluster's own images (pause, busybox, node-runtime)")
 	weft := flag.Bool("weft", false, "Weft's image, from this module's ./cmd/...")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox")
+	coredns := flag.String("coredns", "", "a static CoreDNS binary, for the cluster DNS image")
 	flag.Parse()
-	if err := run(context.Background(), *address, *dir, *cluster, *weft, *busybox); err != nil {
+	if err := run(context.Background(), *address, *dir, *cluster, *weft, *busybox, *coredns); err != nil {
 		fmt.Fprintln(os.Stderr, "kube-images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, address, dir string, cluster, weft bool, busybox string) error {
+func run(ctx context.Context, address, dir string, cluster, weft bool, busybox, coredns string) error {
 	if address == "" || dir == "" {
 		return fmt.Errorf("-address and -dir are required")
 	}
@@ -41,6 +43,9 @@ func run(ctx context.Context, address, dir string, cluster, weft bool, busybox s
 			return err
 		}
 		todo = append(todo, images.Pause(pause), images.Busybox(busybox), images.NodeRuntime())
+	}
+	if coredns != "" {
+		todo = append(todo, images.CoreDNS(coredns))
 	}
 	if weft {
 		img, err := images.BuildWeft(tmp)

@@ -15,6 +15,8 @@ const (
 	BusyboxRef     = "weft.local/busybox:1"
 	NodeRuntimeRef = "weft.local/node-runtime:1"
 	WeftRef        = "weft.local/weft:dev"
+	// CoreDNSRef is the kind-style cluster's DNS (test/kube/coredns).
+	CoreDNSRef = "weft.local/coredns:1.11.3"
 )
 
 // BuildStatic builds a Go main package as a static binary into dir and
@@ -38,8 +40,19 @@ func Pause(bin string) Image {
 	}
 }
 
+// CoreDNS is the cluster DNS image: one static CoreDNS binary, started as
+// kind's and kubeadm's coredns Deployment starts it (-conf names the
+// Corefile its ConfigMap mounts).
+func CoreDNS(bin string) Image {
+	return Image{
+		Ref:        CoreDNSRef,
+		Entries:    append(baseEntries(), Entry{Path: "/coredns", Mode: 0o755, Source: bin}),
+		Entrypoint: []string{"/coredns"},
+	}
+}
+
 // busyboxApplets are the commands tests' pods use.
-var busyboxApplets = []string{"sh", "echo", "cat", "sleep", "ls", "hostname", "env", "id", "true", "false", "wget", "grep", "head", "tail", "test", "mkdir", "rm", "touch"}
+var busyboxApplets = []string{"sh", "echo", "cat", "sleep", "ls", "hostname", "env", "id", "true", "false", "wget", "grep", "head", "tail", "test", "mkdir", "rm", "touch", "nslookup"}
 
 // Busybox is a small general workload image from Debian's busybox-static.
 func Busybox(busybox string) Image {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -139,6 +140,46 @@ var _ = Describe("A kind-style cluster of three real nodes", Ordered, func() {
 			Expect(out).NotTo(ContainSubstring(" "+internalIP(&other)+"/"), "node %s's address inside node %s", other.Name, n.Name)
 		}
 	}, SpecTimeout(2*time.Minute))
+
+	It("resolves Services by name through the cluster DNS from every node's pods, and reaches them at their ClusterIPs", func(ctx SpecContext) {
+		Expect(nodes).To(HaveLen(nodeCount), "the nodes were listed")
+		core := cluster.Client.CoreV1()
+		// A Service in front of a server on the last node.
+		last := nodes[len(nodes)-1].Name
+		server := waitRunning(ctx, cluster, startServer(ctx, cluster, last, false))
+		server.Labels = map[string]string{"app": "dns-check"}
+		_, err := core.Pods("default").Update(ctx, server, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		svc, err := core.Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dns-check", Namespace: "default"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "dns-check"},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx SpecContext) { _ = core.Services("default").Delete(ctx, svc.Name, metav1.DeleteOptions{}) })
+
+		// lookup resolves name in pod p, as busybox's nslookup prints the
+		// answer: the addresses after the Name line.
+		lookup := func(g Gomega, p *corev1.Pod, name string) []string {
+			out, err := cluster.Kubectl(ctx, "exec", "-n", "default", p.Name, "--", "nslookup", "-type=a", name)
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			_, answer, found := strings.Cut(out, "Name:")
+			g.Expect(found).To(BeTrue(), out)
+			return regexp.MustCompile(`Address:\s*([0-9.]+)`).FindAllString(answer, -1)
+		}
+		for _, n := range nodes {
+			p := waitRunning(ctx, cluster, startServer(ctx, cluster, n.Name, false))
+			Expect(p.Spec.DNSPolicy).To(Equal(corev1.DNSClusterFirst))
+			Eventually(func(g Gomega) {
+				g.Expect(lookup(g, p, "kubernetes.default.svc.cluster.local")).To(ConsistOf(MatchRegexp(`Address:\s*10\.96\.0\.1$`)))
+				g.Expect(lookup(g, p, "dns-check.default.svc.cluster.local")).To(ConsistOf(MatchRegexp(`Address:\s*%s$`, regexp.QuoteMeta(svc.Spec.ClusterIP))))
+				// The ClusterIP leads to the server, wherever the client is.
+				out, err := cluster.Kubectl(ctx, "exec", "-n", "default", p.Name, "--", "sh", "-c",
+					fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 %s 80`, svc.Spec.ClusterIP))
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				g.Expect(strings.TrimSpace(lines[len(lines)-1])).To(Equal(last), "from a pod on %s", n.Name)
+			}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		}
+	}, SpecTimeout(4*time.Minute))
 
 	weftOnNodesSpecs(func() *kube.Cluster { return cluster }, nodeCount)
 })

@@ -72,6 +72,7 @@ release_box() {
 stop_node() {
   local dir=$1 root=$2 nstate sock t shim p
   nstate=$state${dir:+/$dir}
+  [ -f "$nstate/kube-proxy.pid" ] && stop "${dir:+$dir/}kube-proxy"
   [ -f "$nstate/kubelet.pid" ] && stop "${dir:+$dir/}kubelet"
   if [ -f "$nstate/containerd.pid" ]; then
     local ctr=(ctr --address "$nstate/containerd/containerd.sock" -n k8s.io)

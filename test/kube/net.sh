@@ -20,6 +20,12 @@ net_cp_ip=$net_prefix.0.2
 net_node_name() { echo "weft-node-$1"; }
 net_node_ip() { echo "$net_prefix.0.$((10 + $1))"; }
 net_pods=10.78.0.0/16
+# The Services' range (the API server's --service-cluster-ip-range), the
+# kubernetes Service's address in it and the cluster DNS's, as kubeadm
+# numbers them.
+net_services=10.96.0.0/16
+net_api_service_ip=10.96.0.1
+net_dns_ip=10.96.0.10
 net_pod_subnet() { echo "10.78.$1.0/24"; }
 
 # net_in NS CMD... runs CMD in the network namespace NS and nothing else
@@ -61,11 +67,20 @@ net_up() {
   net_ns_up weft-cp "$net_cp_ip" weft-cp-h
   for i in $(seq "$n"); do
     net_ns_up "$(net_node_name "$i")" "$(net_node_ip "$i")" "weft-n$i-h"
-    # A node forwards between its link and its pods' bridge.
+    # A node forwards between its link and its pods' bridge, and its
+    # bridge's traffic passes its iptables (kube-proxy's Service rules: a
+    # pod's reply to another pod of the node, bridged, must be translated
+    # back like any other).
     net_in "$(net_node_name "$i")" sysctl -qw net.ipv4.ip_forward=1
-    # This machine reaches every pod (the tests' clients), and each node
-    # every other node's pods, through the node that holds them.
+    net_in "$(net_node_name "$i")" sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
+    # Its own processes (host-network pods) reach Services too: kube-proxy
+    # translates a ClusterIP on the way out, once the kernel has a route.
+    ip -n "$(net_node_name "$i")" route replace "$net_services" dev eth0
+    # This machine reaches every pod (the tests' clients), the control
+    # plane too (the API server answering pods, as kindnet routes it), and
+    # each node every other node's pods, through the node that holds them.
     ip route replace "$(net_pod_subnet "$i")" via "$(net_node_ip "$i")" dev "$net_bridge"
+    ip -n weft-cp route replace "$(net_pod_subnet "$i")" via "$(net_node_ip "$i")" dev eth0
     for j in $(seq "$n"); do
       [ "$i" = "$j" ] && continue
       ip -n "$(net_node_name "$i")" route replace "$(net_pod_subnet "$j")" via "$(net_node_ip "$j")" dev eth0

@@ -99,12 +99,13 @@ TOML
 # Pods' own network: a bridge on this machine with no masquerading, so pod
 # traffic stays here.
 # A kind-style node's bridge is in its own namespace, its range its own;
-# its pods route the cluster's ranges (the nodes' and every node's pods')
-# through it, and net.sh routes the other nodes' ranges to them. Nothing
-# else is routed: a pod reaches nothing outside the machine. Each node's
-# host-local keeps its leases in a dataDir of its own.
+# its pods route the cluster's ranges (the nodes', every node's pods' and
+# the Services', which the node's kube-proxy translates) through it, and
+# net.sh routes the other nodes' ranges to them. Nothing else is routed: a
+# pod reaches nothing outside the machine. Each node's host-local keeps its
+# leases in a dataDir of its own.
 ipam_more=
-[ -n "$index" ] && ipam_more=", \"dataDir\": \"$nstate/cni/ipam\", \"routes\": [{\"dst\": \"$net_prefix.0.0/24\"}, {\"dst\": \"$net_pods\"}]"
+[ -n "$index" ] && ipam_more=", \"dataDir\": \"$nstate/cni/ipam\", \"routes\": [{\"dst\": \"$net_prefix.0.0/24\"}, {\"dst\": \"$net_pods\"}, {\"dst\": \"$net_services\"}]"
 cat > "$nstate/cni/net.d/10-weft.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "weft",
  "plugins": [
@@ -157,9 +158,10 @@ if ! alive containerd; then
   for _ in $(seq 100); do ctr --address "$sock" version >/dev/null 2>&1 && break; sleep 0.2; done
 fi
 
-# The cluster's images (pause, busybox, node-runtime), imported when changed.
+# The cluster's images (pause, busybox, node-runtime; a kind-style node's
+# also CoreDNS, which up.sh built), imported when changed.
 (cd "$here/../.." && go build -o "$cache/bin/kube-images" ./cmd/kube-images)
-"$cache/bin/kube-images" -address "$sock" -dir "$nstate/images" -cluster
+"$cache/bin/kube-images" -address "$sock" -dir "$nstate/images" -cluster ${WEFT_COREDNS_BIN:+-coredns "$WEFT_COREDNS_BIN"}
 
 # anonymous + AlwaysAllow: the kubelet's API listens on 127.0.0.1 (or a
 # kind-style node's address, inside this machine) only, for the API
@@ -190,6 +192,9 @@ YAML
 # default), as on the one-node cluster: nothing enforces the reservation.
 if [ -n "$index" ]; then
   echo "systemReserved: {cpu: \"${reserved_milli_cpu}m\", memory: \"$reserved_memory\"}" >> "$nstate/kubelet/config.yaml"
+  # Pods resolve names through the cluster DNS (up.sh's CoreDNS behind
+  # the kube-dns Service), as on kind.
+  printf 'clusterDNS: [%s]\nclusterDomain: cluster.local\n' "$net_dns_ip" >> "$nstate/kubelet/config.yaml"
 fi
 # The Node in etcd may still say Ready from a kubelet of an earlier run:
 # a kubelet started here counts as Ready once it has itself posted a
@@ -206,6 +211,28 @@ if ! alive kubelet; then
     --root-dir "$nstate/kubelet/root" --hostname-override "$node" "${node_ip[@]}" \
     >"$nstate/logs/kubelet.log" 2>&1 </dev/null &
   echo $! > "$nstate/kubelet.pid"
+fi
+# A kind-style node's kube-proxy, in iptables mode in the node's own
+# namespace (its rules are the node's): Services' ClusterIPs reach their
+# endpoints from the node and its pods. Conntrack limits are left to the
+# machine, as kind leaves them (maxPerCore 0).
+if [ -n "$index" ] && ! alive kube-proxy; then
+  log "starting kube-proxy"
+  cat > "$nstate/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $state/kubeconfig}
+hostnameOverride: $node
+mode: iptables
+clusterCIDR: $net_pods
+conntrack: {maxPerCore: 0}
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+YAML
+  [ -f "$nstate/logs/kube-proxy.log" ] && mv -f "$nstate/logs/kube-proxy.log" "$nstate/logs/kube-proxy.log.prev"
+  setsid "${in_node[@]}" "$bin/kube-proxy" --config "$nstate/kube-proxy.yaml" \
+    >"$nstate/logs/kube-proxy.log" 2>&1 </dev/null &
+  echo $! > "$nstate/kube-proxy.pid"
 fi
 kubectl_() { "$bin/kubectl" --kubeconfig "$state/kubeconfig" "$@"; }
 for _ in $(seq 300); do

@@ -76,7 +76,8 @@ node_alive() {
   if [ "$nodes" -eq 0 ]; then alive containerd && alive kubelet; return; fi
   local i
   for i in $(seq "$nodes"); do
-    alive "nodes/$(net_node_name "$i")/containerd" && alive "nodes/$(net_node_name "$i")/kubelet" || return 1
+    alive "nodes/$(net_node_name "$i")/containerd" && alive "nodes/$(net_node_name "$i")/kubelet" &&
+      alive "nodes/$(net_node_name "$i")/kube-proxy" || return 1
   done
 }
 scheduler_alive() { [ "$with_scheduler" = 0 ] || alive kube-scheduler; }
@@ -105,7 +106,8 @@ fi
 # concurrent callers wait.
 exec 9>"$cache/k8s/build.lock"
 flock 9
-if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ] || [ ! -x "$bin/kubelet" ] || [ ! -x "$bin/kubectl" ]; then
+if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || [ ! -x "$bin/kube-scheduler" ] || [ ! -x "$bin/kubelet" ] ||
+  [ ! -x "$bin/kubectl" ] || [ ! -x "$bin/kube-proxy" ]; then
   # A first build is long and would otherwise be silent: say so up front
   # and every minute.
   log "building Kubernetes v$k8s_version from the Go module proxy (once: about 10-15 minutes on 2 cores)"
@@ -118,27 +120,48 @@ if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || 
   [ "$rc" = 0 ] || { log "building Kubernetes failed"; exit "$rc"; }
   log "built Kubernetes in $(( (SECONDS - started) / 60 )) min"
 fi
+# The kind-style cluster's DNS: CoreDNS from the Go module proxy, with the
+# plugins its Corefile names (coredns/), built once per pinned version.
+if [ "$nodes" -gt 0 ]; then
+  dns_stamp=$(cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" | sha256sum | cut -c1-12)
+  export WEFT_COREDNS_BIN=$cache/coredns/bin-$dns_stamp/coredns
+  if [ ! -x "$WEFT_COREDNS_BIN" ]; then
+    log "building CoreDNS from the Go module proxy (once: about 3 minutes on 2 cores)"
+    started=$SECONDS
+    (cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$WEFT_COREDNS_BIN" .) ||
+      { log "building CoreDNS failed"; exit 1; }
+    log "built CoreDNS in $((SECONDS - started)) s"
+  fi
+fi
 flock -u 9
 mkdir -p "$cache/bin"
 ln -sfn "$bin/kubectl" "$cache/bin/kubectl"
 ln -sfn "$bin/kube-scheduler" "$cache/bin/kube-scheduler"
 
-# Certificates and credentials, made once.
+# Certificates and credentials, made once. The API server's names are
+# those a client in a pod uses too: the kubernetes Service's address and
+# DNS names. A certificate from before they were named is made again.
 pki=$state/pki
-if [ ! -f "$pki/apiserver.crt" ]; then
+if [ -f "$pki/apiserver.crt" ] && ! openssl x509 -in "$pki/apiserver.crt" -noout -text | grep -q "IP Address:$net_api_service_ip"; then
+  rm -f "$pki/apiserver.crt"
+fi
+if [ ! -f "$pki/ca.crt" ]; then
   log "generating certificates"
   mkdir -p "$pki"
   openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=weft-local-ca" \
     -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
-    -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost,DNS:kubernetes.default.svc\n' "$net_cp_ip" > "$pki/san.ext"
-  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-    -days 3650 -extfile "$pki/san.ext" -out "$pki/apiserver.crt" 2>/dev/null
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$pki/admin.token"
   printf '%s,admin,admin,system:masters\n' "$(cat "$pki/admin.token")" > "$pki/tokens.csv"
+fi
+if [ ! -f "$pki/apiserver.crt" ]; then
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,IP:%s,IP:%s,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' \
+    "$net_cp_ip" "$net_api_service_ip" > "$pki/san.ext"
+  openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$pki/san.ext" -out "$pki/apiserver.crt" 2>/dev/null
 fi
 
 # The kind-style cluster's namespaces and routes (net.sh), before anything
@@ -173,7 +196,7 @@ if ! alive kube-apiserver; then
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/ca.crt" \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --token-auth-file "$pki/tokens.csv" \
-    --authorization-mode RBAC --service-cluster-ip-range 10.96.0.0/16 --allow-privileged \
+    --authorization-mode RBAC --service-cluster-ip-range "$net_services" --allow-privileged \
     --kubelet-preferred-address-types "$kubelet_address_types" \
     >"$state/logs/kube-apiserver.log" 2>&1 </dev/null &
   echo $! > "$state/kube-apiserver.pid"
@@ -234,5 +257,12 @@ elif [ "$with_node" != 0 ]; then
   failed=0
   for p in "${pids[@]}"; do wait "$p" || failed=1; done
   [ "$failed" = 0 ] || exit 1
+  # The cluster DNS, as kind and kubeadm deploy it: CoreDNS behind the
+  # kube-dns Service, answered once it serves.
+  sed "s/@DNS_IP@/$net_dns_ip/" "$here/coredns.yaml" | "$bin/kubectl" --kubeconfig "$state/kubeconfig" apply -f - >/dev/null
+  if ! "$bin/kubectl" --kubeconfig "$state/kubeconfig" -n kube-system rollout status deployment/coredns --timeout 2m >/dev/null; then
+    log "CoreDNS did not become available; see kubectl -n kube-system describe pods -l k8s-app=kube-dns"
+    exit 1
+  fi
 fi
 echo "$state/kubeconfig"
