@@ -67,7 +67,9 @@ var _ = Describe("A kind-style cluster of three real nodes", Ordered, func() {
 		out, err := cluster.Kubectl(ctx, "get", "nodes", "-o", "wide")
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Println(out)
-	}, SpecTimeout(time.Minute))
+		// The first spec's timeout bounds the container's BeforeAll too:
+		// bringing the nodes up and their DNS serving.
+	}, SpecTimeout(5*time.Minute))
 
 	It("runs a pod on every node, in its node's pod range and cgroup subtree, reachable from pods on the other nodes", func(ctx SpecContext) {
 		Expect(nodes).To(HaveLen(nodeCount), "the nodes were listed")

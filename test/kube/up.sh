@@ -121,14 +121,19 @@ if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || 
   log "built Kubernetes in $(( (SECONDS - started) / 60 )) min"
 fi
 # The kind-style cluster's DNS: CoreDNS from the Go module proxy, with the
-# plugins its Corefile names (coredns/), built once per pinned version.
+# plugins its Corefile names (coredns/), built once per pinned version —
+# with the one-node cluster's first start too, so that a first kind-style
+# start (the e2e suite's, bounded by its first spec's timeout) finds it.
+dns_stamp=$(cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" | sha256sum | cut -c1-12)
+dns_bin=$cache/coredns/bin-$dns_stamp/coredns
 if [ "$nodes" -gt 0 ]; then
-  dns_stamp=$(cat "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" | sha256sum | cut -c1-12)
-  export WEFT_COREDNS_BIN=$cache/coredns/bin-$dns_stamp/coredns
-  if [ ! -x "$WEFT_COREDNS_BIN" ]; then
+  export WEFT_COREDNS_BIN=$dns_bin
+fi
+if [ "$with_node" != 0 ]; then
+  if [ ! -x "$dns_bin" ]; then
     log "building CoreDNS from the Go module proxy (once: about 3 minutes on 2 cores)"
     started=$SECONDS
-    (cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$WEFT_COREDNS_BIN" .) ||
+    (cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$dns_bin" .) ||
       { log "building CoreDNS failed"; exit 1; }
     log "built CoreDNS in $((SECONDS - started)) s"
   fi
