@@ -18,7 +18,9 @@ const (
 	decommissioning
 )
 
-// usabilityOf classes a node state as YARN's NodeState.isUnusable does.
+// usabilityOf classes a node state as YARN's RM does when it tells the
+// applications: NODE_UNUSABLE for a node gone unhealthy or deactivated
+// (lost, decommissioned, rebooted, shut down).
 func usabilityOf(s records.NodeState) usability {
 	switch s {
 	case records.NodeUnhealthy, records.NodeLost, records.NodeDecommissioned, records.NodeRebooted, records.NodeShutdown:
