@@ -53,17 +53,18 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			// running attempt, each with its node.
 			list, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "container", "-list", strings.Replace(app, "application_", "appattempt_", 1)+"_000001")
 			Expect(err).NotTo(HaveOccurred(), errOut)
-			hosts := regexp.MustCompile(`weft-node-\d+:8041`).FindAllString(list, -1)
 			GinkgoWriter.Println(list)
-			Expect(hosts).To(HaveLen(7), "the AM and six containers")
-			slices.Sort(hosts)
-			Expect(slices.Compact(hosts)).To(HaveLen(nodeCount), "nodes holding the application's containers")
-			// Each container's LOG-URL is its own node's NodeManager page.
+			// A row per container: its id, its NodeId's host, and its
+			// LOG-URL, its own node's NodeManager page.
 			rows := regexp.MustCompile(`(container_\w+)\s.*?(weft-node-\d+):8041\s.*`).FindAllStringSubmatch(list, -1)
-			Expect(rows).To(HaveLen(7))
+			Expect(rows).To(HaveLen(7), "the AM and six containers")
+			var hosts []string
 			for _, row := range rows {
+				hosts = append(hosts, row[2])
 				Expect(row[0]).To(ContainSubstring("http://%s:8042/node/containerlogs/%s/alice", row[2], row[1]))
 			}
+			slices.Sort(hosts)
+			Expect(slices.Compact(hosts)).To(HaveLen(nodeCount), "nodes holding the application's containers")
 
 			// Each NodeId's host is the node's name, which resolves here
 			// (and in every node, whose pods read this machine's hosts
