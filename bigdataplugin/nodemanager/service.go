@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,8 @@ const Protocol = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB"
 
 // Java exception classes of this protocol.
 const (
-	ClassYarnException = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassYarnException     = "org.apache.hadoop.yarn.exceptions.YarnException"
+	ClassInvalidAuxService = "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException"
 )
 
 // Options configures the service.
@@ -55,7 +57,21 @@ type Options struct {
 	// ("mapreduce_shuffle"): it learns jobs' tokens from the launch
 	// contexts, and AMs learn its port from every StartContainers answer.
 	Shuffle *shuffle.Service
-	Logger  *slog.Logger
+	// AuxServices, when set, are the node's other auxiliary services
+	// (Spark's spark_shuffle): applications are initialized with them
+	// from launch contexts' service data, and AMs get their metadata.
+	AuxServices AuxServices
+	Logger      *slog.Logger
+}
+
+// AuxServices is the part of the node's auxiliary services host
+// (auxservices.Host) the NodeManager side drives.
+type AuxServices interface {
+	Has(name string) bool
+	InitApp(ctx context.Context, service, app, user string, data []byte) error
+	InitContainer(ctx context.Context, container, user string) error
+	StopContainer(ctx context.Context, container, user string) error
+	MetaData() map[string][]byte
 }
 
 // Service serves ContainerManagementProtocol.
@@ -116,9 +132,7 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 		return nil, err
 	}
 	resp := &yarnpb.StartContainersResponseProto{}
-	if s.opts.Shuffle != nil {
-		resp.ServicesMetaData = []*yarnpb.StringBytesMapProto{{Key: proto.String(shuffle.ServiceID), Value: shuffle.MetaData(s.opts.Shuffle.Port)}}
-	}
+	resp.ServicesMetaData = s.servicesMetaData()
 	for _, r := range req.GetStartContainerRequest() {
 		grant, err := s.opts.Keys.VerifyContainerToken(r.GetContainerToken(), s.NodeID())
 		if err == nil && grant.Container.Attempt.App != who.Attempt.App {
@@ -133,7 +147,7 @@ func (s *Service) startContainers(ctx context.Context, req *yarnpb.StartContaine
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{ContainerId: id, Exception: serialized(err)})
 			continue
 		}
-		if err := s.registerServices(grant, r.GetContainerLaunchContext()); err != nil {
+		if err := s.registerServices(ctx, grant, r.GetContainerLaunchContext()); err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{
 				ContainerId: wire.ContainerID(grant.Container), Exception: serialized(err)})
 			continue
@@ -200,20 +214,67 @@ func (s *Service) start(ctx context.Context, who *nmtokens.NMTokenIdentity, g *n
 	return nil
 }
 
-// registerServices hands the launch context's service data to the node's
-// auxiliary services, as a NodeManager initializes them for an
-// application; data for a service this node lacks fails the start, as it
-// does in YARN.
-func (s *Service) registerServices(g *nmtokens.ContainerGrant, clc *yarnpb.ContainerLaunchContextProto) error {
-	for _, kv := range clc.GetServiceData() {
-		if kv.GetKey() != shuffle.ServiceID || s.opts.Shuffle == nil {
-			return ipc.Errorf("org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException", "The auxService:%s does not exist", kv.GetKey())
+// servicesMetaData is what StartContainers tells AMs of the node's
+// auxiliary services (ShuffleHandler's port for MapReduce's AM).
+func (s *Service) servicesMetaData() []*yarnpb.StringBytesMapProto {
+	var md []*yarnpb.StringBytesMapProto
+	if s.opts.Shuffle != nil {
+		md = append(md, &yarnpb.StringBytesMapProto{Key: proto.String(shuffle.ServiceID), Value: shuffle.MetaData(s.opts.Shuffle.Port)})
+	}
+	if s.opts.AuxServices != nil {
+		meta := s.opts.AuxServices.MetaData()
+		names := make([]string, 0, len(meta))
+		for name := range meta {
+			names = append(names, name)
 		}
-		if err := s.opts.Shuffle.Register(g.Container.Attempt.App.String(), g.User, kv.GetValue()); err != nil {
-			return err
+		slices.Sort(names)
+		for _, name := range names {
+			md = append(md, &yarnpb.StringBytesMapProto{Key: proto.String(name), Value: meta[name]})
+		}
+	}
+	return md
+}
+
+// registerServices hands the launch context's service data to the node's
+// auxiliary services, as a NodeManager initializes them for the
+// container's application (for each container: each may carry data of
+// its own), then tells them of the container; data for a service this
+// node lacks fails the start, as it does in YARN.
+func (s *Service) registerServices(ctx context.Context, g *nmtokens.ContainerGrant, clc *yarnpb.ContainerLaunchContextProto) error {
+	app := g.Container.Attempt.App.String()
+	for _, kv := range clc.GetServiceData() {
+		switch {
+		case kv.GetKey() == shuffle.ServiceID && s.opts.Shuffle != nil:
+			if err := s.opts.Shuffle.Register(app, g.User, kv.GetValue()); err != nil {
+				return err
+			}
+		case s.opts.AuxServices != nil && s.opts.AuxServices.Has(kv.GetKey()):
+			if err := s.opts.AuxServices.InitApp(ctx, kv.GetKey(), app, g.User, kv.GetValue()); err != nil {
+				return auxError(kv.GetKey(), err)
+			}
+		default:
+			return ipc.Errorf(ClassInvalidAuxService, "The auxService:%s does not exist", kv.GetKey())
+		}
+	}
+	if s.opts.AuxServices != nil {
+		if err := s.opts.AuxServices.InitContainer(ctx, g.Container.String(), g.User); err != nil {
+			// A service's view of containers is advisory (Spark's only logs
+			// it): the container starts.
+			s.opts.Logger.Warn("auxiliary services not told of a container", "container", g.Container.String(), "err", err)
 		}
 	}
 	return nil
+}
+
+// auxError is a service's failure to initialize an application as the
+// AM sees it: the service's own exception where it threw one.
+func auxError(service string, err error) error {
+	var re interface{ JavaClass() (string, string) }
+	if errors.As(err, &re) {
+		class, msg := re.JavaClass()
+		return ipc.Errorf(class, "%s", msg)
+	}
+	return ipc.Errorf(ClassYarnException, "auxService %s: %v", service, err)
 }
 
 // amPodOwner makes the attempt's AM pod the owner of its containers' pods,
@@ -254,6 +315,11 @@ func (s *Service) stopContainers(ctx context.Context, req *yarnpb.StopContainers
 		if err != nil {
 			resp.FailedRequests = append(resp.FailedRequests, &yarnpb.ContainerExceptionMapProto{ContainerId: p, Exception: serialized(err)})
 			continue
+		}
+		if s.opts.AuxServices != nil {
+			if err := s.opts.AuxServices.StopContainer(ctx, c.String(), who.User); err != nil {
+				s.opts.Logger.Warn("auxiliary services not told of a container's end", "container", c.String(), "err", err)
+			}
 		}
 		resp.SucceededRequests = append(resp.SucceededRequests, p)
 	}

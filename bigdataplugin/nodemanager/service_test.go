@@ -37,14 +37,24 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith starts the service with opts changed by with.
+func startWith(t *testing.T, with func(*Options)) *fixture {
+	t.Helper()
 	keys := nmtokens.New([]byte("0123456789abcdef0123456789abcdef"))
 	// The AM pod the containers' pods belong to.
 	am := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: translator.PodName(records.ContainerID{Attempt: attemptA, ID: 1}.String()),
 		Namespace: "weft-jobs", UID: "am-uid"}}
 	client := fake.NewSimpleClientset(am)
-	svc := New(client, Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
+	opts := Options{NodeName: "node-a", Port: 8041, HTTPPort: 8042, Namespace: "weft-jobs", Profile: translator.Plain,
 		Runtime: translator.Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java", HostNetwork: true, LocalizerImage: "weft.local/weft:dev"},
-		Keys:    keys, Logger: ipctest.Quiet})
+		Keys:    keys, Logger: ipctest.Quiet}
+	if with != nil {
+		with(&opts)
+	}
+	svc := New(client, opts)
 	addr := ipctest.Serve(t, ipc.Options{Tokens: svc.Authenticator()}, svc.Service())
 	return &fixture{client: client, keys: keys, addr: addr}
 }

@@ -21,6 +21,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/weft-sh/weft/bigdataplugin/auxservices"
 	"github.com/weft-sh/weft/bigdataplugin/cgroups"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/procstat"
@@ -66,6 +67,9 @@ type Config struct {
 	Kubernetes           *rest.Config
 	NodeManager          nodemanager.Options
 	Logger               *slog.Logger
+	// AuxServices are the node's Java auxiliary services (Spark's
+	// spark_shuffle), run in a JVM the plugin supervises; none by default.
+	AuxServices auxservices.Options
 	// Colocation, when set, runs the colocation agent: it measures online
 	// usage, publishes the reclaimable capacity on the Node and bounds
 	// the big box (kubelet's besteffort cgroup) to it.
@@ -98,6 +102,8 @@ type Plugin struct {
 	// janitor removes ended applications' files and keeps the
 	// localizer cache under its size.
 	janitor *janitor.Janitor
+	// aux runs the node's Java auxiliary services.
+	aux *auxservices.Host
 	// colocation runs the colocation agent; nil without one.
 	colocation manager.Manager
 }
@@ -140,7 +146,20 @@ func New(cfg Config) (*Plugin, error) {
 		lnHTTP.Close()
 		return nil, fmt.Errorf("plugin: listen %s: %w", cfg.ShuffleAddress, err)
 	}
+	if cfg.AuxServices.Logger == nil {
+		cfg.AuxServices.Logger = cfg.Logger
+	}
+	aux, err := auxservices.New(cfg.AuxServices)
+	if err != nil {
+		ln.Close()
+		lnHTTP.Close()
+		lnShuf.Close()
+		return nil, fmt.Errorf("plugin: %w", err)
+	}
 	opts := cfg.NodeManager
+	if len(cfg.AuxServices.Services) > 0 {
+		opts.AuxServices = aux
+	}
 	opts.Shuffle = &shuffle.Service{LocalRoot: opts.Runtime.LocalRoot, Port: lnShuf.Addr().(*net.TCPAddr).Port}
 	opts.Keys = nmtokens.New(key)
 	opts.Port = int32(ln.Addr().(*net.TCPAddr).Port)
@@ -162,12 +181,19 @@ func New(cfg Config) (*Plugin, error) {
 	mux.Handle("/", nodemanager.LogServer{Root: opts.Runtime.LogRoot}.Handler())
 	web := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	shuf := &http.Server{Handler: opts.Shuffle, ReadHeaderTimeout: 10 * time.Second}
-	p := &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf}
+	p := &Plugin{cfg: cfg, ln: ln, srv: srv, nm: nm, lnHTTP: lnHTTP, web: web, lnShuf: lnShuf, shuf: shuf, aux: aux}
 	jopts := janitor.Options{
 		LocalRoot: opts.Runtime.LocalRoot, LogRoot: opts.Runtime.LogRoot,
 		LogRetention: cfg.LogRetention, Interval: cfg.CleanupInterval, CacheInterval: cfg.CacheCleanupInterval,
-		Pods:     janitor.KubePods{Client: client, Namespace: opts.Namespace, Node: opts.NodeName},
-		AppEnded: opts.Shuffle.Forget,
+		Pods: janitor.KubePods{Client: client, Namespace: opts.Namespace, Node: opts.NodeName},
+		AppEnded: func(app string) {
+			opts.Shuffle.Forget(app)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := aux.StopApp(ctx, app); err != nil {
+				cfg.Logger.Warn("auxiliary services not told an application ended", "app", app, "err", err)
+			}
+		},
 		RemoveAppCache: func(app string) error {
 			return localizer.RemoveApp(opts.Runtime.CacheDir, app)
 		},
@@ -277,6 +303,13 @@ func (p *Plugin) Serve(ctx context.Context) error {
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go p.janitor.Run(bg)
+	auxDone := make(chan struct{})
+	go func() {
+		defer close(auxDone)
+		p.aux.Run(bg)
+	}()
+	// The services stop (their JVM told to) before the plugin returns.
+	defer func() { stop(); <-auxDone }()
 	if p.colocation != nil {
 		go func() {
 			if err := p.colocation.Start(bg); err != nil {

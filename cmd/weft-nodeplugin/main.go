@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/weft-sh/weft/bigdataplugin/auxservices"
 	"github.com/weft-sh/weft/bigdataplugin/colocation"
 	"github.com/weft-sh/weft/bigdataplugin/plugin"
 	"github.com/weft-sh/weft/translator"
@@ -66,8 +69,38 @@ func main() {
 	flag.DurationVar(&cfg.CleanupInterval, "cleanup-interval", time.Minute, "how often ended applications' files are looked for")
 	cacheMB := flag.Int64("localizer-cache-target-size-mb", 10240, "size the localized-resource cache is kept under, LRU first (yarn.nodemanager.localizer.cache.target-size-mb)")
 	flag.DurationVar(&cfg.CacheCleanupInterval, "localizer-cache-cleanup-interval", 10*time.Minute, "how often the cache is cleaned (yarn.nodemanager.localizer.cache.cleanup.interval-ms)")
+	auxClass, auxCP, auxConf := kvFlag{}, kvFlag{}, kvFlag{}
+	flag.Var(auxClass, "aux-service", "an auxiliary service run in a JVM beside the plugin, name=class (yarn.nodemanager.aux-services and its .<name>.class), e.g. spark_shuffle=org.apache.spark.network.yarn.YarnShuffleService; repeatable")
+	flag.Var(auxCP, "aux-service-classpath", "the service's jars, name=classpath (yarn.nodemanager.aux-services.<name>.classpath; dir/* entries allowed), searched before the node's Hadoop for all but Hadoop's classes; repeatable")
+	flag.Var(auxConf, "aux-service-conf", "a setting of the services' Hadoop Configuration, key=value (spark.shuffle.service.port=7337, spark.authenticate=true); repeatable")
+	auxHadoopCP := flag.String("aux-services-hadoop-classpath", "", "the node's Hadoop classes the services run on (hadoop-common, hadoop-yarn-api and -common with their libraries); default: from --hadoop-home")
+	auxJava := flag.String("aux-services-java", "", "the java command of the services' JVM, from a JDK (it compiles its small host at start); default: from --java-home, else java on PATH")
+	auxJVMOpts := flag.String("aux-services-jvm-opts", "-Xmx256m", "the services' JVM options, space-separated")
+	recoveryDir := flag.String("recovery-dir", "/var/lib/weft/nm-recovery", "where the node keeps what must survive its restart (yarn.nodemanager.recovery.dir): the auxiliary services' state under nm-aux-services/<name>")
 	cfg.NodeManager.Runtime.AddFlags(flag.CommandLine)
 	flag.Parse()
+
+	for name, class := range auxClass {
+		cfg.AuxServices.Services = append(cfg.AuxServices.Services, auxservices.Service{Name: name, Class: class, Classpath: auxCP[name]})
+	}
+	for name := range auxCP {
+		if _, ok := auxClass[name]; !ok {
+			fmt.Fprintf(os.Stderr, "weft-nodeplugin: --aux-service-classpath %s: no --aux-service %s=<class>\n", name, name)
+			os.Exit(2)
+		}
+	}
+	sort.Slice(cfg.AuxServices.Services, func(i, j int) bool { return cfg.AuxServices.Services[i].Name < cfg.AuxServices.Services[j].Name })
+	cfg.AuxServices.Conf = auxConf
+	cfg.AuxServices.JVMArgs = strings.Fields(*auxJVMOpts)
+	cfg.AuxServices.RecoveryDir = filepath.Join(*recoveryDir, "nm-aux-services")
+	cfg.AuxServices.Java = *auxJava
+	if cfg.AuxServices.Java == "" && cfg.NodeManager.Runtime.JavaHome != "" {
+		cfg.AuxServices.Java = filepath.Join(cfg.NodeManager.Runtime.JavaHome, "bin", "java")
+	}
+	cfg.AuxServices.HadoopClasspath = *auxHadoopCP
+	if cfg.AuxServices.HadoopClasspath == "" {
+		cfg.AuxServices.HadoopClasspath = auxservices.HadoopClasspath(cfg.NodeManager.Runtime.HadoopHome)
+	}
 
 	cfg.CacheTargetSize = *cacheMB << 20
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -106,4 +139,25 @@ func main() {
 		fmt.Fprintf(os.Stderr, "weft-nodeplugin: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// kvFlag is a repeatable key=value flag.
+type kvFlag map[string]string
+
+func (f kvFlag) String() string {
+	var kv []string
+	for k, v := range f {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
+func (f kvFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	f[k] = v
+	return nil
 }

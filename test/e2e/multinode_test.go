@@ -20,6 +20,7 @@ import (
 	"github.com/weft-sh/weft/scheduler/tide"
 	"github.com/weft-sh/weft/scheduler/tide/api/v1alpha1"
 
+	"github.com/weft-sh/weft/test/hadoop"
 	"github.com/weft-sh/weft/test/kube"
 	"github.com/weft-sh/weft/translator/wellknown"
 )
@@ -34,7 +35,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 		BeforeAll(func(ctx SpecContext) {
 			c := forJobs(ctx, cluster(), nodeCount)
 			// A node silent for 30 s is LOST (YARN's default: 10 minutes).
-			y = startYarn(ctx, WeftOnKubeOptions{Cluster: c, Version: "3.4.1", Nodes: nodeCount, RMArgs: []string{"--nm-expiry", "30s"}})
+			y = startYarn(ctx, WeftOnKubeOptions{Cluster: c, Version: "3.4.1", Nodes: nodeCount, RMArgs: []string{"--nm-expiry", "30s"}, SparkShuffle: true})
 		}, NodeTimeout(10*time.Minute))
 
 		It("spreads DistributedShell's six containers over every node, each NodeId its node's name at its node's address", func(ctx SpecContext) {
@@ -142,6 +143,48 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(err).NotTo(HaveOccurred(), errOut)
 			Expect(report).To(MatchRegexp(`^checksum\s+[0-9a-f]+\s*$`))
 		}, SpecTimeout(12*time.Minute))
+
+		It("runs a shuffle-heavy Spark job with dynamic allocation on the nodes' spark_shuffle service: executors come, go when idle, and a later stage reads the released executors' blocks from the service", func(ctx SpecContext) {
+			spark, err := hadoop.SparkDist(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			const name = "shuffle-stages"
+			// The settings a Hadoop distribution's spark-defaults.conf
+			// ships, with short timeouts to keep the spec short.
+			out, err := y.sparkSubmitClass(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
+				"spark.dynamicAllocation.enabled=true", "spark.shuffle.service.enabled=true",
+				"spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=3",
+				"spark.dynamicAllocation.executorIdleTimeout=5s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
+			}, "120000", "6", "180000")
+			app := y.appByName(name)
+			if err != nil {
+				out += y.amSyslog(name)
+			}
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring("final status: SUCCEEDED"))
+			driver := y.amLog(app, "stderr")
+			stdout := y.amLog(app, "stdout")
+			GinkgoWriter.Println(stdout)
+			// Every executor that wrote the first shuffle was gone before
+			// the second job read it, and the sum is right.
+			m := regexp.MustCompile(`ShuffleStages first=(\d+) writers=\[([^\]]*)\] alive=\[([^\]]*)\]`).FindStringSubmatch(stdout)
+			Expect(m).NotTo(BeNil(), stdout)
+			Expect(m[1]).To(Equal("120000"))
+			Expect(m[2]).NotTo(BeEmpty(), "executors that wrote the first shuffle")
+			for _, w := range strings.Split(m[2], ", ") {
+				Expect(strings.Split(m[3], ", ")).NotTo(ContainElement(w), "executor %s, a writer, alive for the second job", w)
+			}
+			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+)`).FindStringSubmatch(stdout)
+			Expect(s).NotTo(BeNil(), stdout)
+			Expect(s[1]).To(Equal(s[2]))
+			// Dynamic allocation asked for executors and released them;
+			// no fetch failed and no stage ran again for lost output.
+			Expect(driver).To(ContainSubstring("ExecutorAllocationManager"))
+			Expect(driver).To(MatchRegexp(`Requesting \d+ new executors? because tasks are backlogged`))
+			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
+			Expect(driver).NotTo(ContainSubstring("Resubmitting"))
+			// The executors registered with their nodes' services.
+			Expect(y.PluginLogs()).To(MatchRegexp(`Registered executor AppExecId\{appId=%s`, app))
+		}, SpecTimeout(10*time.Minute))
 
 		It("loses a node mid-job: LOST after the expiry, its containers completed as YARN completes them, the job SUCCEEDS on the others", func(ctx SpecContext) {
 			// The AM stops the killed tasks' containers on the lost node

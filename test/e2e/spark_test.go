@@ -15,12 +15,21 @@ import (
 // settings a small cluster's spark-defaults.conf would carry: Spark's jars
 // already on every node (spark.yarn.jars=local:...), small executors.
 func (y *yarnOnKube) sparkSubmit(ctx context.Context, spark *hadoop.Spark, mode, name string, args ...string) (string, error) {
+	return y.sparkSubmitClass(ctx, spark, mode, name, "sh.weft.spark.SparkPi", []string{"spark.executor.instances=2"}, args...)
+}
+
+// sparkSubmitClass is sparkSubmit of the harness's application class with
+// more settings (key=value).
+func (y *yarnOnKube) sparkSubmitClass(ctx context.Context, spark *hadoop.Spark, mode, name, class string, conf []string, args ...string) (string, error) {
 	argv := []string{"--master", "yarn", "--deploy-mode", mode, "--name", name,
 		"--conf", "spark.yarn.jars=local:" + spark.Home + "/jars/*",
 		"--conf", "spark.driver.memory=512m", "--conf", "spark.yarn.am.memory=512m",
-		"--conf", "spark.executor.memory=512m", "--conf", "spark.executor.instances=2", "--conf", "spark.executor.cores=1",
-		"--conf", "spark.yarn.maxAppAttempts=1", "--conf", "spark.ui.enabled=false",
-		"--class", "sh.weft.spark.SparkPi", spark.AppJar}
+		"--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
+		"--conf", "spark.yarn.maxAppAttempts=1", "--conf", "spark.ui.enabled=false"}
+	for _, c := range conf {
+		argv = append(argv, "--conf", c)
+	}
+	argv = append(argv, "--class", class, spark.AppJar)
 	cmd := spark.Submit(ctx, y.conf, "alice", append(argv, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -85,6 +85,11 @@ type WeftOnKubeOptions struct {
 	// own address; weft-rm's are YARN's (8032, 8030, 8088), rm<i>'s plus
 	// 10000·(i-1), on the control plane's.
 	Nodes int
+	// SparkShuffle runs Spark's external shuffle service (spark_shuffle,
+	// on Spark's port 7337) on every node, as a YARN cluster for Spark's
+	// dynamic allocation has it. Only on the kind-style cluster: the
+	// service listens on all of its node's addresses.
+	SparkShuffle bool
 }
 
 // nodePlugin is one node's weft-nodeplugin process.
@@ -236,10 +241,22 @@ func StartWeftOnKube(ctx context.Context, opts WeftOnKubeOptions) (_ *WeftOnKube
 	if opts.Nodes == 0 {
 		w.plugins = []*nodePlugin{{args: append([]string{"--address", nm, "--http-address", nmHTTP, "--shuffle-address", shuffle}, common...)}}
 	}
+	if opts.SparkShuffle {
+		if opts.Nodes == 0 {
+			return nil, errors.New("the Spark shuffle service runs on the kind-style cluster's nodes only")
+		}
+		cp, err := hadoop.SparkShuffleClasspath(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("Spark's shuffle service: %w", err)
+		}
+		common = append(common, "--aux-service", "spark_shuffle="+hadoop.SparkShuffleClass, "--aux-service-classpath", "spark_shuffle="+cp,
+			"--aux-services-jvm-opts", "-Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+	}
 	for i := 1; i <= opts.Nodes; i++ {
 		name, ip := kube.NodeName(i), kube.NodeIP(i)
 		w.plugins = append(w.plugins, &nodePlugin{node: name, netns: name, args: append([]string{"--node-name", name, "--node-cgroup", "/" + name,
-			"--address", ip + nm, "--http-address", ip + nmHTTP, "--shuffle-address", ip + shuffle}, common...)})
+			"--address", ip + nm, "--http-address", ip + nmHTTP, "--shuffle-address", ip + shuffle,
+			"--recovery-dir", filepath.Join(opts.Work, "recovery", name)}, common...)})
 	}
 	if opts.Nodes > 0 {
 		w.NMHTTP = kube.NodeIP(1) + nmHTTP

@@ -115,3 +115,35 @@ func (s *Spark) Submit(ctx context.Context, confDir, user string, args ...string
 
 // String names the installation in messages.
 func (s *Spark) String() string { return fmt.Sprintf("Spark %s at %s", SparkVersion, s.Home) }
+
+// SparkShuffleClass is Spark's external shuffle service for YARN, the
+// class a NodeManager's yarn.nodemanager.aux-services.spark_shuffle.class
+// names.
+const SparkShuffleClass = "org.apache.spark.network.yarn.YarnShuffleService"
+
+// SparkShuffleClasspath lays out (once per source hash) the pinned
+// release's shuffle service with the libraries its distribution jar
+// shades in, under SparkRoot, and returns its class path (dir/*): what a
+// node's yarn.nodemanager.aux-services.spark_shuffle.classpath names.
+func SparkShuffleClasspath(ctx context.Context) (string, error) {
+	d, err := build(ctx, filepath.Join(sourceDir(), "sparkshuffle"), "weft-spark-shuffle-1.jar", SparkVersion)
+	if err != nil {
+		return "", err
+	}
+	jars := filepath.SplitList(d.Classpath)[1:] // the project's own jar is empty
+	h := sha256.Sum256([]byte(d.Classpath))
+	dir := filepath.Join(SparkRoot(), "yarn-shuffle-"+SparkVersion+"-"+hex.EncodeToString(h[:6]))
+	cp := filepath.Join(dir, "*")
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
+		return cp, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, p := range jars {
+		if err := linkOrCopy(p, filepath.Join(dir, filepath.Base(p))); err != nil {
+			return "", err
+		}
+	}
+	return cp, os.WriteFile(filepath.Join(dir, ".complete"), nil, 0o644)
+}
