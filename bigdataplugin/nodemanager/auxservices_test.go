@@ -25,7 +25,7 @@ type fakeAux struct {
 
 type javaError struct{ class, msg string }
 
-func (e *javaError) Error() string                { return e.class + ": " + e.msg }
+func (e *javaError) Error() string               { return e.class + ": " + e.msg }
 func (e *javaError) JavaClass() (string, string) { return e.class, e.msg }
 
 func (f *fakeAux) Has(name string) bool { return name == "spark_shuffle" }
@@ -54,7 +54,9 @@ func (f *fakeAux) StopContainer(_ context.Context, container, user string) error
 	return nil
 }
 
-func (f *fakeAux) MetaData() map[string][]byte { return map[string][]byte{"spark_shuffle": {0, 0, 0x1c, 0xa9}} }
+func (f *fakeAux) MetaData() map[string][]byte {
+	return map[string][]byte{"spark_shuffle": {0, 0, 0x1c, 0xa9}}
+}
 
 func (f *fakeAux) took() []string {
 	f.mu.Lock()
@@ -79,7 +81,7 @@ func TestAuxiliaryServices(t *testing.T) {
 		wantCalls []string
 	}{
 		{name: "Spark's service data initializes the application with the node's spark_shuffle, then the container",
-			data: map[string]string{"spark_shuffle": "s3cret"},
+			data:      map[string]string{"spark_shuffle": "s3cret"},
 			wantCalls: []string{`initApp spark_shuffle application_42_0001 alice "s3cret"`, "initContainer container_42_0001_01_00000%d alice"}},
 		{name: "a container without service data only tells the services of itself",
 			wantCalls: []string{"initContainer container_42_0001_01_00000%d alice"}},

@@ -662,9 +662,22 @@ func (a *Allocator) tideNotices(ctx context.Context, snap *state.Snapshot, nodes
 	if a.opts.Nodes == nil {
 		return nil
 	}
+	takenBack := a.opts.Nodes.KubeNodesInTideState(wellknown.TideOfflineToOnline)
+	if len(takenBack) == 0 {
+		return nil
+	}
+	// A node being taken back is DECOMMISSIONING to the RM (nodesync),
+	// RUNNING until its record says so.
+	decommissioning := map[string]*records.Node{}
+	for _, n := range snap.Nodes(records.NodeDecommissioning) {
+		decommissioning[n.Host] = n
+	}
 	deadlines := map[string]time.Time{}
-	for _, kn := range a.opts.Nodes.KubeNodesInTideState(wellknown.TideOfflineToOnline) {
+	for _, kn := range takenBack {
 		n := nodes.byHost[kn.Name]
+		if n == nil {
+			n = decommissioning[kn.Name]
+		}
 		if n == nil {
 			continue
 		}

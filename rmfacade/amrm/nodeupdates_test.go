@@ -1,6 +1,7 @@
 package amrm
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -11,8 +12,10 @@ import (
 
 // An AM hears, in the updatedNodes of its next allocate response, of each
 // node that became usable, unusable or decommissioning after it
-// registered, once, in the node's state as of that response.
+// registered, once, in the node's state as of that response; a node
+// decommissioning with a deadline with the seconds left as its timeout.
 func TestUpdatedNodes(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
 	node := func(name string, s records.NodeState, usedMB int64) *records.Node {
 		return &records.Node{ID: name + ":8041", Host: name, Port: 8041, HTTPAddress: name + ":8042", State: s,
 			Capability: records.Resource{MemoryMB: 4096, VCores: 4}, Used: records.Resource{MemoryMB: usedMB}}
@@ -39,6 +42,18 @@ func TestUpdatedNodes(t *testing.T) {
 			before: []*records.Node{node("a", records.NodeRunning, 0)},
 			after:  []*records.Node{node("a", records.NodeDecommissioning, 0)},
 			want:   []string{"a NS_DECOMMISSIONING"}},
+		{name: "a node taken back with notice is reported DECOMMISSIONING with the seconds left to the deadline as its timeout",
+			before: []*records.Node{node("a", records.NodeRunning, 0)},
+			after: []*records.Node{func() *records.Node {
+				n := node("a", records.NodeDecommissioning, 0)
+				n.DecommissionDeadline = now.Add(89500 * time.Millisecond).UnixMilli()
+				return n
+			}()},
+			want: []string{"a NS_DECOMMISSIONING 90s"}},
+		{name: "a decommissioning node taken back into service is reported RUNNING",
+			before: []*records.Node{node("a", records.NodeDecommissioning, 0)},
+			after:  []*records.Node{node("a", records.NodeRunning, 0)},
+			want:   []string{"a NS_RUNNING"}},
 		{name: "a change in a node's use is not an update",
 			before: []*records.Node{node("a", records.NodeRunning, 0)},
 			after:  []*records.Node{node("a", records.NodeRunning, 2048)}},
@@ -51,7 +66,7 @@ func TestUpdatedNodes(t *testing.T) {
 			want:   []string{"a NS_RUNNING"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := start(t)
+			f := startIn(t, t.TempDir(), false, Options{Now: func() time.Time { return now }})
 			for _, n := range tc.before {
 				if err := f.mgr.PutNode(n); err != nil {
 					t.Fatal(err)
@@ -72,7 +87,11 @@ func TestUpdatedNodes(t *testing.T) {
 			}
 			var got []string
 			for _, r := range resp.GetUpdatedNodes() {
-				got = append(got, r.GetNodeId().GetHost()+" "+r.GetNodeState().String())
+				s := r.GetNodeId().GetHost() + " " + r.GetNodeState().String()
+				if r.DecommissioningTimeout != nil {
+					s += fmt.Sprintf(" %ds", r.GetDecommissioningTimeout())
+				}
+				got = append(got, s)
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("updated nodes %q, want %q", got, tc.want)

@@ -356,8 +356,22 @@ func TestTideTaints(t *testing.T) {
 // A node the tidal controller takes back (OfflineToOnline, with a notice
 // deadline): every container on it is announced to its AM in a
 // PreemptionMessage; one that finishes within the notice just finishes,
-// one still running at the deadline is killed PREEMPTED.
+// one still running at the deadline is killed PREEMPTED. So whether the
+// RM's record of the node already says DECOMMISSIONING (nodesync's word
+// for it) or not yet.
 func TestTideNotice(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state records.NodeState
+	}{
+		{"with the node's record still RUNNING", records.NodeRunning},
+		{"with the node's record DECOMMISSIONING", records.NodeDecommissioning},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tideNotice(t, tc.state) })
+	}
+}
+
+func tideNotice(t *testing.T, state records.NodeState) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	kube := fakeNodes{"node-a": node}
 	f := newQueueFixture(t, func(o *allocator.Options) { o.Profile, o.Nodes = translator.Plain, kube })
@@ -370,6 +384,15 @@ func TestTideNotice(t *testing.T) {
 	deadline := f.clock.Now().Add(time.Minute).Truncate(time.Second)
 	node.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
 	node.Annotations = map[string]string{wellknown.AnnotationTideNoticeDeadline: wellknown.FormatTime(deadline)}
+	for _, n := range f.mgr.Snapshot().Nodes() {
+		if n.Host == "node-a" && n.State != state {
+			changed := *n
+			changed.State = state
+			if err := f.mgr.PutNode(&changed); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	f.cycle()
 	resp := f.allocate(a, 0, 0, 0)
 	if got := len(resp.GetPreempt().GetStrictContract().GetContainer()); got != 2 {

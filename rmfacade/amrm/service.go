@@ -425,10 +425,11 @@ func (s *Service) updatedNodes(sess *session) []*yarnpb.NodeReportProto {
 		return nil
 	}
 	snap := s.mgr.Snapshot()
+	now := s.opts.Now().UnixMilli()
 	var out []*yarnpb.NodeReportProto
 	for _, id := range ids {
 		if n := snap.Node(id); n != nil {
-			out = append(out, wire.NodeReport(n))
+			out = append(out, wire.NodeReport(n, now))
 		}
 	}
 	return out

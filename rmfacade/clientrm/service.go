@@ -241,8 +241,9 @@ func (s *Service) getClusterNodes(ctx context.Context, req *yarnpb.GetClusterNod
 		}
 	}
 	resp := &yarnpb.GetClusterNodesResponseProto{}
+	now := time.Now().UnixMilli()
 	for _, n := range s.mgr.Snapshot().Nodes(states...) {
-		resp.NodeReports = append(resp.NodeReports, wire.NodeReport(n))
+		resp.NodeReports = append(resp.NodeReports, wire.NodeReport(n, now))
 	}
 	return resp, nil
 }

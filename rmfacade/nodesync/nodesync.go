@@ -563,8 +563,19 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 		rec.State = records.NodeLost
 		rec.HealthReport = fmt.Sprintf("node not Ready since %s (Ready %s), longer than the NodeManager expiry of %s",
 			c.LastTransitionTime.UTC().Format(time.RFC3339), c.Status, s.nodeExpiry())
-	case !ready(n) || n.Spec.Unschedulable || unavailable(n):
-		rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready, is cordoned or is tainted unavailable"
+	case !ready(n) || unavailable(n):
+		rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready or is tainted unavailable"
+	case n.Labels[wellknown.LabelTideState] == string(wellknown.TideOfflineToOnline):
+		// YARN's graceful decommissioning is the signal AMs know for "no
+		// new containers here, the running ones have until the deadline":
+		// Spark drains and migrates its executors' blocks on it.
+		rec.State, rec.HealthReport = records.NodeDecommissioning, "taken back from batch work by the tide"
+		if t, err := wellknown.ParseTime(n.Annotations[wellknown.AnnotationTideNoticeDeadline]); err == nil {
+			rec.DecommissionDeadline = t.UnixMilli()
+			rec.HealthReport += ": its containers have until " + t.UTC().Format(time.RFC3339)
+		}
+	case cordoned(n):
+		rec.State, rec.HealthReport = records.NodeDecommissioning, "cordoned: no new containers, the running ones finish"
 	case rec.CooldownUntil > now:
 		rec.HealthReport = "cooling down until " + time.UnixMilli(rec.CooldownUntil).UTC().Format(time.RFC3339) +
 			": the online load grew into the capacity Weft held"
@@ -691,17 +702,30 @@ func expired(n *corev1.Node, expiry time.Duration, now time.Time) bool {
 
 // rack is the node's zone as a YARN rack, as topology-aware YARN
 // deployments map it.
+// cordoned tells a node marked unschedulable (kubectl cordon, the first
+// step of a drain): it keeps its pods, takes no new ones.
+func cordoned(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnschedulable && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
 // unavailable tells a node Kubernetes' node lifecycle has tainted as not
-// taking pods (not ready, unreachable, under pressure, cordoned): a
-// taint can precede or outlast the condition, and no pod of Weft's
-// tolerates these.
+// taking pods (not ready, unreachable, under pressure): a taint can
+// precede or outlast the condition, and no pod of Weft's tolerates these.
 func unavailable(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
 		switch t.Key {
-		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, corev1.TaintNodeUnschedulable,
+		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable,
 			corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure, corev1.TaintNodeNetworkUnavailable:
 			return true
 		}

@@ -50,8 +50,9 @@ func pod(name, nodeName, scheduler string, labels map[string]string, cpu, mem st
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
-// Nodes become YARN nodes: RUNNING only when Ready, not cordoned and not
-// tainted unavailable; what Weft's pods hold (this RM's containers, AMs
+// Nodes become YARN nodes: RUNNING only when Ready, not tainted
+// unavailable, not cordoned and not being taken back by the tide (those
+// two DECOMMISSIONING, the tide's with its notice's deadline); what Weft's pods hold (this RM's containers, AMs
 // included, and any pod Weft's scheduler binds) is Used, the rest
 // Occupied.
 func TestSync(t *testing.T) {
@@ -63,6 +64,19 @@ func TestSync(t *testing.T) {
 		node("cordoned", true, func(n *corev1.Node) { n.Spec.Unschedulable = true }),
 		node("tainted", true, func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+		}),
+		node("cordoned-by-taint", true, func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+		}),
+		node("taken-back", true, func(n *corev1.Node) {
+			n.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
+			n.Annotations = map[string]string{wellknown.AnnotationTideNoticeDeadline: "2026-12-07T10:00:30Z"}
+		}),
+		node("taken-back-not-ready", false, func(n *corev1.Node) {
+			n.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOfflineToOnline)}
+		}),
+		node("lent", true, func(n *corev1.Node) {
+			n.Labels = map[string]string{wellknown.LabelTideState: string(wellknown.TideOffline)}
 		}),
 		node("otherwise-tainted", true, func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
@@ -83,13 +97,22 @@ func TestSync(t *testing.T) {
 		t.Errorf("the first sync wrote the nodes in %d transactions, want 1", commits)
 	}
 	snap := mgr.Snapshot()
-	want := map[string]records.NodeState{"ready": records.NodeRunning, "notready": records.NodeUnhealthy, "cordoned": records.NodeUnhealthy,
+	want := map[string]records.NodeState{"ready": records.NodeRunning, "notready": records.NodeUnhealthy,
+		"cordoned": records.NodeDecommissioning, "cordoned-by-taint": records.NodeDecommissioning,
+		"taken-back": records.NodeDecommissioning, "taken-back-not-ready": records.NodeUnhealthy, "lent": records.NodeRunning,
 		"tainted": records.NodeUnhealthy, "otherwise-tainted": records.NodeRunning}
 	for name, st := range want {
 		n := snap.Node(name + ":8041")
 		if n == nil || n.State != st {
 			t.Errorf("node %s: %+v, want %s", name, n, st)
 		}
+	}
+	deadline := time.Date(2026, 12, 7, 10, 0, 30, 0, time.UTC).UnixMilli()
+	if n := snap.Node("taken-back:8041"); n.DecommissionDeadline != deadline {
+		t.Errorf("taken back with deadline %d, want the notice's %d", n.DecommissionDeadline, deadline)
+	}
+	if n := snap.Node("cordoned:8041"); n.DecommissionDeadline != 0 {
+		t.Errorf("cordoned with a deadline %d", n.DecommissionDeadline)
 	}
 	n := snap.Node("ready:8041")
 	if wantUsed := (records.Resource{MemoryMB: 3584, VCores: 3}); n.Used != wantUsed {

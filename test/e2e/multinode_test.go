@@ -154,7 +154,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 				"spark.dynamicAllocation.enabled=true", "spark.shuffle.service.enabled=true",
 				"spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=3",
 				"spark.dynamicAllocation.executorIdleTimeout=5s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
-			}, "120000", "6", "180000")
+			}, "120000", "6", "180000", "all")
 			app := y.appByName(name)
 			if err != nil {
 				out += y.amSyslog(name)
@@ -173,9 +173,10 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			for _, w := range strings.Split(m[2], ", ") {
 				Expect(strings.Split(m[3], ", ")).NotTo(ContainElement(w), "executor %s, a writer, alive for the second job", w)
 			}
-			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+)`).FindStringSubmatch(stdout)
+			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+) mapRuns=(\d+)`).FindStringSubmatch(stdout)
 			Expect(s).NotTo(BeNil(), stdout)
 			Expect(s[1]).To(Equal(s[2]))
+			Expect(s[3]).To(Equal("6"), "map tasks run: none ran again")
 			// Dynamic allocation asked for executors and released them;
 			// no fetch failed and no stage ran again for lost output.
 			Expect(driver).To(ContainSubstring("ExecutorAllocationManager"))
@@ -183,8 +184,78 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
 			Expect(driver).NotTo(ContainSubstring("Resubmitting"))
 			// The executors registered with their nodes' services.
-			Expect(y.PluginLogs()).To(MatchRegexp(`Registered executor AppExecId\{appId=%s`, app))
+			registered := regexp.MustCompile(`Registered executor \S*AppExecId\W+appId=\W*`+app+`\W+execId=\W*\d+`).FindAllString(y.PluginLogs(), -1)
+			Expect(len(registered)).To(BeNumerically(">=", 3), "executors registered with their nodes' services")
 		}, SpecTimeout(10*time.Minute))
+
+		It("tells Spark's AM of a node the tide takes back as DECOMMISSIONING with its notice: the executors there hand their shuffle blocks over and leave, and no map task runs again", func(ctx SpecContext) {
+			const notice = 30 * time.Second
+			spark, err := hadoop.SparkDist(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			const name = "shuffle-decommission"
+			// Fixed executors without the external shuffle service: their
+			// map outputs live in the executors, and go with them unless
+			// migrated (Spark's decommissioning, SPARK-20624).
+			done := y.sparkInBackground(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
+				"spark.executor.instances=3", "spark.decommission.enabled=true",
+				"spark.storage.decommission.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true",
+			}, "120000", "6", "240000", "any")
+			// The first job's outputs written: a node holding an executor,
+			// not the AM, is lent to batch work and taken back.
+			var app, node string
+			Eventually(func(g Gomega) {
+				app = y.appByName(name)
+				g.Expect(app).NotTo(BeEmpty())
+				stdout, err := y.fetchAMLog(app, "stdout", "start=0")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(stdout).To(ContainSubstring("waiting"))
+				am, executors := y.runningByNode(ctx, app)
+				node = ""
+				for n := range executors {
+					if n != am {
+						node = n
+					}
+				}
+				g.Expect(node).NotTo(BeEmpty(), "a node with executors and no AM: %v, AM on %s", executors, am)
+			}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+			lendNode(ctx, tideClient(ctx, y.cluster), y.cluster, "spark", node, notice)
+			onlinePeak(ctx, y.cluster, node)
+			// During the notice the node is DECOMMISSIONING to YARN's CLI,
+			// with the seconds left.
+			Eventually(func(g Gomega) {
+				out, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "node", "-list", "-states", "DECOMMISSIONING")
+				g.Expect(err).NotTo(HaveOccurred(), errOut)
+				g.Expect(out).To(MatchRegexp(`%s:8041\s+DECOMMISSIONING`, node))
+			}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+			status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "node", "-status", node+":8041")
+			Expect(err).NotTo(HaveOccurred(), errOut)
+			GinkgoWriter.Println(status)
+			Expect(status).To(MatchRegexp(`Node-State\s*:\s*DECOMMISSIONING`))
+
+			var r sparkRun
+			Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
+			if r.err != nil {
+				r.out += y.amSyslog(name)
+			}
+			Expect(r.err).NotTo(HaveOccurred(), r.out)
+			Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
+			stdout := y.amLog(app, "stdout")
+			driver := y.amLog(app, "stderr")
+			GinkgoWriter.Println(stdout)
+			for _, line := range strings.Split(driver, "\n") {
+				if strings.Contains(strings.ToLower(line), "decommission") {
+					GinkgoWriter.Println(line)
+				}
+			}
+			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+) mapRuns=(\d+)`).FindStringSubmatch(stdout)
+			Expect(s).NotTo(BeNil(), stdout)
+			Expect(s[1]).To(Equal(s[2]))
+			// The executors on the node were decommissioned, their blocks
+			// moved: no fetch failed, no map task ran again.
+			Expect(driver).To(MatchRegexp(`(?i)decommission`))
+			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
+			Expect(s[3]).To(Equal("6"), "map tasks run: none ran again")
+		}, SpecTimeout(12*time.Minute))
 
 		It("loses a node mid-job: LOST after the expiry, its containers completed as YARN completes them, the job SUCCEEDS on the others", func(ctx SpecContext) {
 			// The AM stops the killed tasks' containers on the lost node
@@ -197,17 +268,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			// A node holding tasks of the job but not its AM.
 			var lost int
 			app := job.waitFor(y, time.Second, func(g Gomega, app string) {
-				tasks, am := map[string]int{}, ""
-				for _, p := range y.appPods(ctx, app) {
-					if p.Status.Phase != corev1.PodRunning {
-						continue
-					}
-					if p.Labels[wellknown.LabelTier] == "high" {
-						am = p.Spec.NodeName
-					} else {
-						tasks[p.Spec.NodeName]++
-					}
-				}
+				am, tasks := y.runningByNode(ctx, app)
 				g.Expect(am).NotTo(BeEmpty(), "the AM runs")
 				lost = 0
 				for i := 1; i <= nodeCount; i++ {
@@ -267,17 +328,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 				g.Expect(on).To(BeNumerically(">=", 1), "tasks on the lent node")
 			})
 
-			// Online work that only this node can take.
-			peak := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "peak-" + node, Namespace: "default"},
-				Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node}, TerminationGracePeriodSeconds: new(int64),
-					Containers: []corev1.Container{{Name: "web", Image: images.BusyboxRef, Command: []string{"sleep", "3600"},
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
-			_, err := core.Pods("default").Create(ctx, peak, metav1.CreateOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func(ctx SpecContext) {
-				zero := int64(0)
-				_ = core.Pods("default").Delete(ctx, peak.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			})
+			peak := onlinePeak(ctx, y.cluster, node)
 			var deadline time.Time
 			Eventually(func(g Gomega) {
 				n, err := core.Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -371,4 +422,39 @@ func forJobs(ctx SpecContext, c *kube.Cluster, n int) *kube.Cluster {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(BuildWeftImageOnNodes(ctx, n)).To(Succeed())
 	return c
+}
+
+// runningByNode is where an application's running pods are: its AM's
+// node, and how many of its other containers run on each node.
+func (y *yarnOnKube) runningByNode(ctx SpecContext, app string) (am string, tasks map[string]int) {
+	tasks = map[string]int{}
+	for _, p := range y.appPods(ctx, app) {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if p.Labels[wellknown.LabelTier] == "high" {
+			am = p.Spec.NodeName
+		} else {
+			tasks[p.Spec.NodeName]++
+		}
+	}
+	return am, tasks
+}
+
+// onlinePeak starts online work that only node can take (the tide takes
+// a lent node back for it), removed when the spec ends.
+func onlinePeak(ctx SpecContext, cluster *kube.Cluster, node string) *corev1.Pod {
+	GinkgoHelper()
+	core := cluster.Client.CoreV1()
+	peak := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "peak-" + node, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node}, TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "web", Image: images.BusyboxRef, Command: []string{"sleep", "3600"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	_, err := core.Pods("default").Create(ctx, peak, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		zero := int64(0)
+		_ = core.Pods("default").Delete(ctx, peak.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	return peak
 }

@@ -158,17 +158,8 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 		y := yarn()
 		spark, err := hadoop.SparkDist(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		type result struct {
-			out string
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
-			// 8 slices of 8 s on 2 executors: about 30 s of tasks.
-			out, err := y.sparkSubmit(ctx, spark, "cluster", "spark-pi-restart", "8", "8000")
-			done <- result{out, err}
-		}()
+		// 8 slices of 8 s on 2 executors: about 30 s of tasks.
+		done := y.sparkInBackground(ctx, spark, "cluster", "spark-pi-restart", "sh.weft.spark.SparkPi", []string{"spark.executor.instances=2"}, "8", "8000")
 		var app string
 		Eventually(func(g Gomega) {
 			app = y.appByName("spark-pi-restart")
@@ -176,7 +167,7 @@ func recoverySpecs(yarn func() *yarnOnKube) {
 			g.Expect(y.runningPods(ctx, app)).To(Equal(3)) // the driver's AM and 2 executors
 		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		y.killRM(ctx)
-		var r result
+		var r sparkRun
 		Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
 		Expect(r.err).NotTo(HaveOccurred(), r.out+"\nweft-rm:\n"+y.rm.Logs())
 		Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))

@@ -37,6 +37,24 @@ func (y *yarnOnKube) sparkSubmitClass(ctx context.Context, spark *hadoop.Spark, 
 	return out.String(), err
 }
 
+// sparkRun is a spark-submit that ran: what it printed, how it ended.
+type sparkRun struct {
+	out string
+	err error
+}
+
+// sparkInBackground runs sparkSubmitClass while the spec goes on; the
+// channel gets its run.
+func (y *yarnOnKube) sparkInBackground(ctx context.Context, spark *hadoop.Spark, mode, name, class string, conf []string, args ...string) <-chan sparkRun {
+	done := make(chan sparkRun, 1)
+	go func() {
+		defer GinkgoRecover()
+		out, err := y.sparkSubmitClass(ctx, spark, mode, name, class, conf, args...)
+		done <- sparkRun{out, err}
+	}()
+	return done
+}
+
 // sparkSpecs are Spark's specs, run in the ordered YARN applications
 // container (y is set by its BeforeAll).
 func sparkSpecs(yarn func() *yarnOnKube) {

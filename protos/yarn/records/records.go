@@ -244,11 +244,17 @@ type Node struct {
 	// CooldownUntil (ms since the epoch), when in the future, keeps new
 	// containers off the node: the online load recently grew into what
 	// Weft held there, and may again.
-	CooldownUntil    int64    `json:"cooldownUntil,omitempty"`
-	NumContainers    int32    `json:"numContainers"`
-	HealthReport     string   `json:"healthReport,omitempty"`
-	LastHealthUpdate int64    `json:"lastHealthUpdate"`
-	Labels           []string `json:"labels,omitempty"`
+	CooldownUntil int64 `json:"cooldownUntil,omitempty"`
+	// DecommissionDeadline (ms since the epoch), for a DECOMMISSIONING
+	// node with one, is when its containers are ended: the notice AMs get
+	// as the node's decommissioning timeout (YARN's graceful
+	// decommissioning). Zero: no deadline (a cordoned node drains as its
+	// containers finish).
+	DecommissionDeadline int64    `json:"decommissionDeadline,omitempty"`
+	NumContainers        int32    `json:"numContainers"`
+	HealthReport         string   `json:"healthReport,omitempty"`
+	LastHealthUpdate     int64    `json:"lastHealthUpdate"`
+	Labels               []string `json:"labels,omitempty"`
 	// Utilization is what the node used at its agent's last measurement
 	// (nil: no agent measures it, or its measurement is stale).
 	Utilization *NodeUtilization `json:"utilization,omitempty"`

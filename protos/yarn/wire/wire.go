@@ -102,12 +102,18 @@ func NodeState(s records.NodeState) *yarnpb.NodeStateProto {
 
 // NodeReport is a node as `yarn node -list` and an AM's allocate response
 // (updatedNodes) carry it.
-func NodeReport(n *records.Node) *yarnpb.NodeReportProto {
+func NodeReport(n *records.Node, nowMs int64) *yarnpb.NodeReportProto {
 	r := &yarnpb.NodeReportProto{
 		NodeId: &yarnpb.NodeIdProto{Host: proto.String(n.Host), Port: proto.Int32(n.Port)}, HttpAddress: proto.String(n.HTTPAddress),
 		RackName: proto.String(n.Rack), Used: Resource(n.Used), Capability: Resource(n.Capability),
 		NumContainers: proto.Int32(n.NumContainers), NodeState: NodeState(n.State), HealthReport: proto.String(n.HealthReport),
 		LastHealthReportTime: proto.Int64(n.LastHealthUpdate), NodeLabels: n.Labels,
+	}
+	// A decommissioning node's timeout is the seconds left to its deadline
+	// (YARN-6483), by which an AM such as Spark's drains its executors.
+	if n.State == records.NodeDecommissioning && n.DecommissionDeadline != 0 {
+		left := max(0, (n.DecommissionDeadline-nowMs+999)/1000)
+		r.DecommissioningTimeout = proto.Uint32(uint32(left))
 	}
 	// What `yarn node -status` prints as "Resource Utilization by Node" and
 	// "by Containers" (virtual memory: as physical, nodes run without swap).

@@ -15,16 +15,19 @@ import org.apache.spark.util.CollectionAccumulator;
 import scala.Tuple2;
 
 /**
- * A shuffle-heavy job for the external shuffle service: a first job
- * shuffles generated records over the network and remembers which
+ * A shuffle-heavy job for executors that go while their map outputs are
+ * still needed: a first job shuffles generated records and remembers which
  * executors wrote the map outputs; the driver then waits, up to waitMs,
- * until none of those executors is alive (dynamic allocation releases
- * idle executors), and a second job reads the same shuffle's blocks again,
- * re-shuffles them and sums them. Without a service serving the released
- * executors' blocks, the second job meets FetchFailed and re-runs the map
- * stage. Usage: ShuffleStages [records] [partitions] [waitMs]. Prints
- * "ShuffleStages writers=[..] alive=[..]" before the second job and
- * "ShuffleStages sum=S expected=E" at the end.
+ * until all of those executors are gone (mode "all": dynamic allocation
+ * releases idle ones) or any of them (mode "any": a node taken back), and
+ * a second job reads the same shuffle's blocks again, re-shuffles them and
+ * sums them. Unless the outputs outlive their executors (the node's
+ * external shuffle service, or blocks migrated on decommissioning), the
+ * second job runs map tasks again. Usage: ShuffleStages [records]
+ * [partitions] [waitMs] [all|any]. Prints "ShuffleStages first=N
+ * writers=[..] alive=[..]" before the second job and "ShuffleStages sum=S
+ * expected=E mapRuns=R" at the end, R the map tasks run in all (partitions
+ * when none ran again).
  */
 public final class ShuffleStages {
   private ShuffleStages() {}
@@ -33,6 +36,7 @@ public final class ShuffleStages {
     int records = args.length > 0 ? Integer.parseInt(args[0]) : 200000;
     int partitions = args.length > 1 ? Integer.parseInt(args[1]) : 6;
     long waitMs = args.length > 2 ? Long.parseLong(args[2]) : 120000;
+    boolean any = args.length > 3 && args[3].equals("any");
     int keys = 1000;
     try (JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("Shuffle Stages"))) {
       CollectionAccumulator<String> writers = sc.sc().collectionAccumulator("writers");
@@ -59,9 +63,10 @@ public final class ShuffleStages {
       long first = shuffled.count();
 
       Set<String> wrote = new HashSet<>(writers.value());
+      System.out.println("ShuffleStages first=" + first + " writers=" + wrote + " waiting");
       long until = System.currentTimeMillis() + waitMs;
       Set<String> alive = alive(sc);
-      while (!disjoint(wrote, alive) && System.currentTimeMillis() < until) {
+      while ((any ? alive.containsAll(wrote) : !disjoint(wrote, alive)) && System.currentTimeMillis() < until) {
         Thread.sleep(500);
         alive = alive(sc);
       }
@@ -72,7 +77,7 @@ public final class ShuffleStages {
       long sum = shuffled.mapToPair(kv -> new Tuple2<>(kv._1() % 7, Long.parseLong(kv._2().substring(0, kv._2().indexOf(':')))))
           .reduceByKey(Long::sum, 3).values().reduce(Long::sum);
       long n = (long) perSlice * partitions;
-      System.out.println("ShuffleStages sum=" + sum + " expected=" + (n * (n - 1) / 2));
+      System.out.println("ShuffleStages sum=" + sum + " expected=" + (n * (n - 1) / 2) + " mapRuns=" + writers.value().size());
     }
   }
 
