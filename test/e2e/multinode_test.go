@@ -144,23 +144,39 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(report).To(MatchRegexp(`^checksum\s+[0-9a-f]+\s*$`))
 		}, SpecTimeout(12*time.Minute))
 
-		It("runs a shuffle-heavy Spark job with dynamic allocation on the nodes' spark_shuffle service: executors come, go when idle, and a later stage reads the released executors' blocks from the service", func(ctx SpecContext) {
+		It("runs a shuffle-heavy Spark job with dynamic allocation on the nodes' spark_shuffle service through kill -9 of every node plugin: executors come, go when idle, and a later stage reads the released executors' blocks from the restarted services", func(ctx SpecContext) {
 			spark, err := hadoop.SparkDist(ctx)
 			Expect(err).NotTo(HaveOccurred())
 			const name = "shuffle-stages"
 			// The settings a Hadoop distribution's spark-defaults.conf
 			// ships, with short timeouts to keep the spec short.
-			out, err := y.sparkSubmitClass(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
+			done := y.sparkInBackground(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
 				"spark.dynamicAllocation.enabled=true", "spark.shuffle.service.enabled=true",
 				"spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=3",
-				"spark.dynamicAllocation.executorIdleTimeout=5s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
-			}, "120000", "6", "180000", "all")
-			app := y.appByName(name)
-			if err != nil {
-				out += y.amSyslog(name)
+				"spark.dynamicAllocation.executorIdleTimeout=20s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
+			}, "120000", "6", "240000", "all")
+			// The first job's outputs written and its executors still
+			// there: every node plugin killed outright and started again,
+			// as the kubelet restarts its container. The services it runs
+			// go with it and come back knowing the executors registered
+			// with them (their recovery path).
+			var app string
+			Eventually(func(g Gomega) {
+				app = y.appByName(name)
+				g.Expect(app).NotTo(BeEmpty())
+				stdout, err := y.fetchAMLog(app, "stdout", "start=0")
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(stdout).To(ContainSubstring("waiting"))
+			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+			Expect(y.KillPlugin()).To(Succeed())
+			Expect(y.StartPlugin()).To(Succeed())
+			var r sparkRun
+			Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
+			if r.err != nil {
+				r.out += y.amSyslog(name)
 			}
-			Expect(err).NotTo(HaveOccurred(), out)
-			Expect(out).To(ContainSubstring("final status: SUCCEEDED"))
+			Expect(r.err).NotTo(HaveOccurred(), r.out)
+			Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
 			driver := y.amLog(app, "stderr")
 			stdout := y.amLog(app, "stdout")
 			GinkgoWriter.Println(stdout)
@@ -183,7 +199,9 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(driver).To(MatchRegexp(`Requesting \d+ new executors? because tasks are backlogged`))
 			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
 			Expect(driver).NotTo(ContainSubstring("Resubmitting"))
-			// The executors registered with their nodes' services.
+			// The executors registered with their nodes' services, which
+			// read them back after the restart.
+			Expect(y.PluginLogs()).To(ContainSubstring("Reloading registered executors"))
 			registered := regexp.MustCompile(`Registered executor \S*AppExecId\W+appId=\W*`+app+`\W+execId=\W*\d+`).FindAllString(y.PluginLogs(), -1)
 			Expect(len(registered)).To(BeNumerically(">=", 3), "executors registered with their nodes' services")
 		}, SpecTimeout(10*time.Minute))
@@ -201,7 +219,9 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 				"spark.storage.decommission.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true",
 			}, "120000", "6", "240000", "any")
 			// The first job's outputs written: a node holding an executor,
-			// not the AM, is lent to batch work and taken back.
+			// not the AM, is lent to batch work and taken back. A node
+			// with online pods (CoreDNS) is not lent whole while they
+			// have nowhere else to go in its pool of one.
 			var app, node string
 			Eventually(func(g Gomega) {
 				app = y.appByName(name)
@@ -210,13 +230,21 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(stdout).To(ContainSubstring("waiting"))
 				am, executors := y.runningByNode(ctx, app)
+				all, err := y.cluster.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				online := map[string]bool{}
+				for _, p := range all.Items {
+					if p.Labels[wellknown.LabelManagedBy] != wellknown.ManagedByWeft && p.Status.Phase == corev1.PodRunning {
+						online[p.Spec.NodeName] = true
+					}
+				}
 				node = ""
 				for n := range executors {
-					if n != am {
+					if n != am && !online[n] {
 						node = n
 					}
 				}
-				g.Expect(node).NotTo(BeEmpty(), "a node with executors and no AM: %v, AM on %s", executors, am)
+				g.Expect(node).NotTo(BeEmpty(), "a node with executors, no AM and no online pods: executors %v, AM on %s, online pods on %v", executors, am, online)
 			}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 			lendNode(ctx, tideClient(ctx, y.cluster), y.cluster, "spark", node, notice)
 			onlinePeak(ctx, y.cluster, node)
