@@ -170,16 +170,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 			Expect(y.KillPlugin()).To(Succeed())
 			Expect(y.StartPlugin()).To(Succeed())
-			var r sparkRun
-			Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
-			if r.err != nil {
-				r.out += y.amSyslog(name)
-			}
-			Expect(r.err).NotTo(HaveOccurred(), r.out)
-			Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
-			driver := y.amLog(app, "stderr")
-			stdout := y.amLog(app, "stdout")
-			GinkgoWriter.Println(stdout)
+			driver, stdout := y.sparkSucceeded(done, name, app)
 			// Every executor that wrote the first shuffle was gone before
 			// the second job read it, and the sum is right.
 			m := regexp.MustCompile(`ShuffleStages first=(\d+) writers=\[([^\]]*)\] alive=\[([^\]]*)\]`).FindStringSubmatch(stdout)
@@ -259,17 +250,9 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(err).NotTo(HaveOccurred(), errOut)
 			GinkgoWriter.Println(status)
 			Expect(status).To(MatchRegexp(`Node-State\s*:\s*DECOMMISSIONING`))
+			Expect(status).To(MatchRegexp(`Health-Report\s*:\s*taken back from batch work by the tide: its containers have until`))
 
-			var r sparkRun
-			Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
-			if r.err != nil {
-				r.out += y.amSyslog(name)
-			}
-			Expect(r.err).NotTo(HaveOccurred(), r.out)
-			Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
-			stdout := y.amLog(app, "stdout")
-			driver := y.amLog(app, "stderr")
-			GinkgoWriter.Println(stdout)
+			driver, stdout := y.sparkSucceeded(done, name, app)
 			for _, line := range strings.Split(driver, "\n") {
 				if strings.Contains(strings.ToLower(line), "decommission") {
 					GinkgoWriter.Println(line)
@@ -280,7 +263,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			Expect(s[1]).To(Equal(s[2]))
 			// The executors on the node were decommissioned, their blocks
 			// moved: no fetch failed, no map task ran again.
-			Expect(driver).To(MatchRegexp(`(?i)decommission`))
+			Expect(driver).To(MatchRegexp(`Executor \d+ on %s is decommissioned`, node))
 			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
 			Expect(s[3]).To(Equal("6"), "map tasks run: none ran again")
 		}, SpecTimeout(12*time.Minute))
@@ -485,4 +468,20 @@ func onlinePeak(ctx SpecContext, cluster *kube.Cluster, node string) *corev1.Pod
 		_ = core.Pods("default").Delete(ctx, peak.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	})
 	return peak
+}
+
+// sparkSucceeded waits for a cluster-mode spark-submit to end SUCCEEDED
+// and returns its driver's log and stdout (the AM container's).
+func (y *yarnOnKube) sparkSucceeded(done <-chan sparkRun, name, app string) (driver, stdout string) {
+	GinkgoHelper()
+	var r sparkRun
+	Eventually(done).WithTimeout(6 * time.Minute).Should(Receive(&r))
+	if r.err != nil {
+		r.out += y.amSyslog(name)
+	}
+	Expect(r.err).NotTo(HaveOccurred(), r.out)
+	Expect(r.out).To(ContainSubstring("final status: SUCCEEDED"))
+	stdout = y.amLog(app, "stdout")
+	GinkgoWriter.Println(stdout)
+	return y.amLog(app, "stderr"), stdout
 }
