@@ -65,6 +65,10 @@ type Options struct {
 	// Restart is the wait before a JVM that exited is started again
 	// (default 2s).
 	Restart time.Duration
+	// Wait bounds how long a request waits for a JVM that is not up
+	// (starting, or failing to start) before it fails (default 1m): a
+	// container start then fails with the error instead of hanging.
+	Wait time.Duration
 	// Stderr receives the JVM's log (default os.Stderr).
 	Stderr io.Writer
 	Logger *slog.Logger
@@ -124,6 +128,9 @@ func New(opts Options) (*Host, error) {
 	}
 	if opts.Restart == 0 {
 		opts.Restart = 2 * time.Second
+	}
+	if opts.Wait == 0 {
+		opts.Wait = time.Minute
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
@@ -369,8 +376,11 @@ func (p *jvm) call(fields ...string) (string, error) {
 	return "", fmt.Errorf("auxiliary services: unexpected answer %q", line)
 }
 
-// do runs one request on the JVM, waiting for it to be up until ctx ends.
+// do runs one request on the JVM, waiting for it to be up until ctx ends
+// or opts.Wait passes.
 func (h *Host) do(ctx context.Context, fields ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.opts.Wait)
+	defer cancel()
 	for {
 		h.mu.Lock()
 		p, changed := h.proc, h.changed

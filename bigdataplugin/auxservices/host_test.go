@@ -192,3 +192,24 @@ func TestNewRefusesAServiceWithoutAClassOrTwiceNamed(t *testing.T) {
 		}
 	}
 }
+
+func TestARequestFailsWhenTheJVMDoesNotComeUp(t *testing.T) {
+	h, err := New(Options{
+		Services: []Service{{Name: "spark_shuffle", Class: "org.apache.spark.network.yarn.YarnShuffleService"}},
+		Java:     filepath.Join(t.TempDir(), "no-java"), WorkDir: t.TempDir(), Restart: 10 * time.Millisecond, Wait: 200 * time.Millisecond,
+		Stderr: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(c)
+	start := time.Now()
+	if err := h.InitApp(ctx(t), "spark_shuffle", "application_1_0001", "alice", nil); err == nil {
+		t.Fatal("initialized an application with no JVM")
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Errorf("waited %s for a JVM that never came", waited)
+	}
+}
