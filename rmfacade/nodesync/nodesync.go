@@ -565,7 +565,7 @@ func (s *Syncer) nodeRecord(name string) (*records.Node, time.Duration, error) {
 			c.LastTransitionTime.UTC().Format(time.RFC3339), c.Status, s.nodeExpiry())
 	case !ready(n) || unavailable(n):
 		rec.State, rec.HealthReport = records.NodeUnhealthy, "node is not Ready or is tainted unavailable"
-	case n.Labels[wellknown.LabelTideState] == string(wellknown.TideOfflineToOnline):
+	case takenBack(n):
 		// YARN's graceful decommissioning is the signal AMs know for "no
 		// new containers here, the running ones have until the deadline":
 		// Spark drains and migrates its executors' blocks on it.
@@ -702,6 +702,12 @@ func expired(n *corev1.Node, expiry time.Duration, now time.Time) bool {
 
 // rack is the node's zone as a YARN rack, as topology-aware YARN
 // deployments map it.
+// takenBack tells a node the tide is taking back from batch work.
+func takenBack(n *corev1.Node) bool {
+	st, err := wellknown.TideStateOf(n.Labels)
+	return err == nil && st == wellknown.TideOfflineToOnline
+}
+
 // cordoned tells a node marked unschedulable (kubectl cordon, the first
 // step of a drain): it keeps its pods, takes no new ones.
 func cordoned(n *corev1.Node) bool {
