@@ -282,8 +282,11 @@ func (h *Host) start(src string) (*jvm, error) {
 		cmd.Wait()
 		close(p.dead)
 	}()
-	// Compiling the host and starting the services takes seconds.
+	// Compiling the host and starting the services takes seconds; one
+	// whose start hangs is killed and started again.
+	ready := time.AfterFunc(h.opts.Wait, func() { cmd.Process.Kill() })
 	line, err := p.out.ReadString('\n')
+	ready.Stop()
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		cmd.Process.Kill()
 		<-p.dead
