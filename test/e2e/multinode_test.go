@@ -145,16 +145,13 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 		}, SpecTimeout(12*time.Minute))
 
 		It("runs a shuffle-heavy Spark job with dynamic allocation on the nodes' spark_shuffle service through kill -9 of every node plugin: executors come, go when idle, and a later stage reads the released executors' blocks from the restarted services", func(ctx SpecContext) {
-			spark, err := hadoop.SparkDist(ctx)
-			Expect(err).NotTo(HaveOccurred())
 			const name = "shuffle-stages"
 			// The settings a Hadoop distribution's spark-defaults.conf
 			// ships, with short timeouts to keep the spec short.
-			done := y.sparkInBackground(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
+			done := y.shuffleStages(ctx, name, "all",
 				"spark.dynamicAllocation.enabled=true", "spark.shuffle.service.enabled=true",
 				"spark.dynamicAllocation.minExecutors=0", "spark.dynamicAllocation.maxExecutors=3",
-				"spark.dynamicAllocation.executorIdleTimeout=20s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s",
-			}, "120000", "6", "240000", "all")
+				"spark.dynamicAllocation.executorIdleTimeout=20s", "spark.dynamicAllocation.schedulerBacklogTimeout=1s")
 			// The first job's outputs written and its executors still
 			// there: every node plugin killed outright and started again,
 			// as the kubelet restarts its container. The services it runs
@@ -162,11 +159,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			// with them (their recovery path).
 			var app string
 			Eventually(func(g Gomega) {
-				app = y.appByName(name)
-				g.Expect(app).NotTo(BeEmpty())
-				stdout, err := y.fetchAMLog(app, "stdout", "start=0")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(stdout).To(ContainSubstring("waiting"))
+				app = y.firstShuffleWritten(g, name)
 			}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 			Expect(y.KillPlugin()).To(Succeed())
 			Expect(y.StartPlugin()).To(Succeed())
@@ -180,10 +173,7 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 			for _, w := range strings.Split(m[2], ", ") {
 				Expect(strings.Split(m[3], ", ")).NotTo(ContainElement(w), "executor %s, a writer, alive for the second job", w)
 			}
-			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+) mapRuns=(\d+)`).FindStringSubmatch(stdout)
-			Expect(s).NotTo(BeNil(), stdout)
-			Expect(s[1]).To(Equal(s[2]))
-			Expect(s[3]).To(Equal("6"), "map tasks run: none ran again")
+			Expect(shuffleMapRuns(stdout)).To(Equal("6"), "map tasks run: none ran again")
 			// Dynamic allocation asked for executors and released them;
 			// no fetch failed and no stage ran again for lost output.
 			Expect(driver).To(ContainSubstring("ExecutorAllocationManager"))
@@ -199,27 +189,20 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 
 		It("tells Spark's AM of a node the tide takes back as DECOMMISSIONING with its notice: the executors there hand their shuffle blocks over and leave, and no map task runs again", func(ctx SpecContext) {
 			const notice = 30 * time.Second
-			spark, err := hadoop.SparkDist(ctx)
-			Expect(err).NotTo(HaveOccurred())
 			const name = "shuffle-decommission"
 			// Fixed executors without the external shuffle service: their
 			// map outputs live in the executors, and go with them unless
 			// migrated (Spark's decommissioning, SPARK-20624).
-			done := y.sparkInBackground(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", []string{
+			done := y.shuffleStages(ctx, name, "any",
 				"spark.executor.instances=3", "spark.decommission.enabled=true",
-				"spark.storage.decommission.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true",
-			}, "120000", "6", "240000", "any")
+				"spark.storage.decommission.enabled=true", "spark.storage.decommission.shuffleBlocks.enabled=true")
 			// The first job's outputs written: a node holding an executor,
 			// not the AM, is lent to batch work and taken back. A node
 			// with online pods (CoreDNS) is not lent whole while they
 			// have nowhere else to go in its pool of one.
 			var app, node string
 			Eventually(func(g Gomega) {
-				app = y.appByName(name)
-				g.Expect(app).NotTo(BeEmpty())
-				stdout, err := y.fetchAMLog(app, "stdout", "start=0")
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(stdout).To(ContainSubstring("waiting"))
+				app = y.firstShuffleWritten(g, name)
 				am, executors := y.runningByNode(ctx, app)
 				all, err := y.cluster.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 				g.Expect(err).NotTo(HaveOccurred())
@@ -258,14 +241,12 @@ func weftOnNodesSpecs(cluster func() *kube.Cluster, nodeCount int) {
 					GinkgoWriter.Println(line)
 				}
 			}
-			s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+) mapRuns=(\d+)`).FindStringSubmatch(stdout)
-			Expect(s).NotTo(BeNil(), stdout)
-			Expect(s[1]).To(Equal(s[2]))
+			mapRuns := shuffleMapRuns(stdout)
 			// The executors on the node were decommissioned, their blocks
 			// moved: no fetch failed, no map task ran again.
 			Expect(driver).To(MatchRegexp(`Executor \d+ on %s is decommissioned`, node))
 			Expect(driver).NotTo(ContainSubstring("FetchFailed"))
-			Expect(s[3]).To(Equal("6"), "map tasks run: none ran again")
+			Expect(mapRuns).To(Equal("6"), "map tasks run: none ran again")
 		}, SpecTimeout(12*time.Minute))
 
 		It("loses a node mid-job: LOST after the expiry, its containers completed as YARN completes them, the job SUCCEEDS on the others", func(ctx SpecContext) {
@@ -484,4 +465,37 @@ func (y *yarnOnKube) sparkSucceeded(done <-chan sparkRun, name, app string) (dri
 	stdout = y.amLog(app, "stdout")
 	GinkgoWriter.Println(stdout)
 	return y.amLog(app, "stderr"), stdout
+}
+
+// shuffleStages submits the harness's ShuffleStages (120,000 records in 6
+// partitions, the driver waiting up to 4 minutes for all or any of the
+// first shuffle's writers to go: wait) in cluster mode with conf, while the
+// spec goes on.
+func (y *yarnOnKube) shuffleStages(ctx SpecContext, name, wait string, conf ...string) <-chan sparkRun {
+	GinkgoHelper()
+	spark, err := hadoop.SparkDist(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	return y.sparkInBackground(ctx, spark, "cluster", name, "sh.weft.spark.ShuffleStages", conf, "120000", "6", "240000", wait)
+}
+
+// firstShuffleWritten checks that the ShuffleStages application called
+// name has written its first shuffle and waits for its writers to go, and
+// returns the application.
+func (y *yarnOnKube) firstShuffleWritten(g Gomega, name string) string {
+	app := y.appByName(name)
+	g.Expect(app).NotTo(BeEmpty())
+	stdout, err := y.fetchAMLog(app, "stdout", "start=0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stdout).To(ContainSubstring("waiting"))
+	return app
+}
+
+// shuffleMapRuns checks ShuffleStages' sum in its stdout and returns how
+// many map tasks it ran in all (6 when none ran again).
+func shuffleMapRuns(stdout string) string {
+	GinkgoHelper()
+	s := regexp.MustCompile(`ShuffleStages sum=(\d+) expected=(\d+) mapRuns=(\d+)`).FindStringSubmatch(stdout)
+	Expect(s).NotTo(BeNil(), stdout)
+	Expect(s[1]).To(Equal(s[2]))
+	return s[3]
 }
