@@ -81,9 +81,22 @@ type askKey struct {
 	Resource            records.Resource
 }
 
+// Containers is what the allocator changes in the RM's records: the
+// container lifecycle's grants, preemption notices and kills, and where
+// an AM container was placed; and the queues and store it reads.
+type Containers interface {
+	AllocateBatch(ctx context.Context, grants map[records.AttemptID][]rm.Grant) (map[records.AttemptID][]*records.Container, error)
+	AMContainerPlaced(ctx context.Context, id records.ContainerID, node, nodeHTTP string, r records.Resource) error
+	PreemptContainer(ctx context.Context, id records.ContainerID, deadline time.Time) (changed bool, err error)
+	CompleteContainer(ctx context.Context, id records.ContainerID, exitStatus int32, diagnostics string) (bool, error)
+	Queues() rm.Queues
+	Snapshot() *state.Snapshot
+	Subscribe(func(*state.Snapshot, []state.Change)) (cancel func())
+}
+
 // Allocator turns AM asks into granted containers.
 type Allocator struct {
-	mgr   *rm.Manager
+	mgr   Containers
 	sched *scheduler.Scheduler
 	opts  Options
 
@@ -103,7 +116,7 @@ type Allocator struct {
 }
 
 // New returns an Allocator.
-func New(mgr *rm.Manager, opts Options) *Allocator {
+func New(mgr Containers, opts Options) *Allocator {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}

@@ -12,6 +12,7 @@ import (
 	yarnpb "github.com/weft-sh/weft/protos/hadoop/yarn"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/quota"
+	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/translator/wellknown"
 )
 
@@ -57,7 +58,7 @@ func TestConstraintsKeptUntilNodesMove(t *testing.T) {
 		if err != nil || granted != n {
 			t.Fatalf("cycle granted %d, %v; want %d", granted, err, n)
 		}
-		if _, err := mgr.AcquireContainers(ctx, attempt); err != nil {
+		if _, err := mgr.Allocate(ctx, rm.Allocation{Attempt: attempt, Acquire: true}); err != nil {
 			t.Fatal(err)
 		}
 		on := map[string]int{}

@@ -72,10 +72,21 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Attempts is what the launcher records of the attempts whose AMs it
+// runs: YARN's AMLauncher events, and the container lifecycle of the AM
+// container.
+type Attempts interface {
+	AMLaunched(ctx context.Context, id records.AttemptID, container records.ContainerID) error
+	AMContainerPlaced(ctx context.Context, id records.ContainerID, node, nodeHTTP string, r records.Resource) error
+	AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error
+	CompleteContainer(ctx context.Context, id records.ContainerID, exitStatus int32, diagnostics string) (bool, error)
+	storesource.Store
+}
+
 // Launcher reconciles one application attempt (a request named by its
 // attempt id) with its AM pod.
 type Launcher struct {
-	mgr    *rm.Manager
+	mgr    Attempts
 	client client.Client
 	tokens AMTokens
 	opts   Options
@@ -85,7 +96,7 @@ var _ reconcile.Reconciler = (*Launcher)(nil)
 
 // New returns a launcher writing through c, which reads pods from the
 // manager's cache.
-func New(mgr *rm.Manager, c client.Client, tokens AMTokens, opts Options) *Launcher {
+func New(mgr Attempts, c client.Client, tokens AMTokens, opts Options) *Launcher {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

@@ -2,6 +2,7 @@ package amrm
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,12 +42,31 @@ type Options struct {
 	AMExpiry time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Applications is what the AM service needs of the RM's records: YARN's
+// ApplicationMasterService verbs (register, allocate, finish, and the
+// liveness monitor's expiry), each one store transaction, the checks
+// every call makes, and the snapshot the monitor and the headroom read.
+type Applications interface {
+	LiveAttempt(records.AttemptID) (*records.Application, *records.Attempt, error)
+	RegisterAM(ctx context.Context, id records.AttemptID, host string, rpcPort int32, trackingURL string) (rm.Registered, error)
+	Allocate(context.Context, rm.Allocation) (rm.Allocated, error)
+	FinishAM(ctx context.Context, id records.AttemptID, final records.FinalStatus, diagnostics, trackingURL string) error
+	AMExpired(context.Context, records.AttemptID) error
+	NormalizeRequest(records.Resource) (records.Resource, error)
+	// ClusterTimestamp is the RM incarnation's id, which container tokens
+	// carry for the NodeManager to check.
+	ClusterTimestamp() int64
+	Snapshot() *state.Snapshot
 }
 
 // Service implements ApplicationMasterProtocol. Every call acts on the
 // attempt its connection's AMRMToken names, re-checked on each call.
 type Service struct {
-	mgr  *rm.Manager
+	mgr  Applications
 	opts Options
 	// started is when this incarnation began: the last sign of life of
 	// AMs that registered with an earlier one.
@@ -85,7 +105,7 @@ type session struct {
 }
 
 // New returns the service.
-func New(mgr *rm.Manager, opts Options) *Service {
+func New(mgr Applications, opts Options) *Service {
 	if opts.ContainerTokenExpiry <= 0 {
 		opts.ContainerTokenExpiry = 10 * time.Minute
 	}
@@ -94,6 +114,9 @@ func New(mgr *rm.Manager, opts Options) *Service {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &Service{mgr: mgr, opts: opts, started: opts.Now(), sessions: map[records.AttemptID]*session{}}
 }
@@ -143,10 +166,10 @@ func (s *Service) expire(ctx context.Context) {
 			continue
 		}
 		if err := s.mgr.AMExpired(ctx, id); err != nil {
-			s.mgr.Logger().Warn("expiring a silent AM", "attempt", id.String(), "err", err)
+			s.opts.Logger.Warn("expiring a silent AM", "attempt", id.String(), "err", err)
 			continue
 		}
-		s.mgr.Logger().Warn("ApplicationMaster timed out", "attempt", id.String(), "silentFor", now.Sub(heard).String())
+		s.opts.Logger.Warn("ApplicationMaster timed out", "attempt", id.String(), "silentFor", now.Sub(heard).String())
 		s.forget(id)
 	}
 }
@@ -206,7 +229,7 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	defer sess.mu.Unlock()
 	s.sessions[id] = sess
 	s.mu.Unlock()
-	app, err := s.mgr.RegisterAM(ctx, id, req.GetHost(), req.GetRpcPort(), req.GetTrackingUrl())
+	reg, err := s.mgr.RegisterAM(ctx, id, req.GetHost(), req.GetRpcPort(), req.GetTrackingUrl())
 	if err != nil {
 		s.mu.Lock()
 		if s.sessions[id] == sess {
@@ -218,10 +241,9 @@ func (s *Service) register(ctx context.Context, req *yarnpb.RegisterApplicationM
 	sess.last = &sent{head: &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(0)}}
 	sess.heard.Store(s.opts.Now().UnixNano())
 	sess.nodesFrom = s.clusterHeadroom().nodesNext
-	max := s.mgr.MaximumAllocation()
 	return &yarnpb.RegisterApplicationMasterResponseProto{
-		MaximumCapability:      wire.Resource(max),
-		Queue:                  proto.String(s.mgr.QueuePath(app.Queue)),
+		MaximumCapability:      wire.Resource(reg.MaximumAllocation),
+		Queue:                  proto.String(reg.QueuePath),
 		SchedulerResourceTypes: []yarnpb.SchedulerResourceTypes{yarnpb.SchedulerResourceTypes_MEMORY, yarnpb.SchedulerResourceTypes_CPU},
 		// AMRMClient re-initializes its resource types from these; an empty
 		// list would leave it none, not even memory.
@@ -269,31 +291,26 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 		}
 		r.Capability = wire.Resource(norm)
 	}
+	release := make([]records.ContainerID, 0, len(req.GetRelease()))
 	for _, c := range req.GetRelease() {
-		cid := wire.ContainerIDOf(c)
-		if cid.Attempt.App != id.App {
-			continue // not this application's: YARN ignores it too
-		}
-		if _, err := s.mgr.CompleteContainer(ctx, cid, records.ExitAborted, "Container released by application"); err != nil {
-			s.mgr.Logger().Debug("release of an unknown container", "container", cid.String())
-		}
+		release = append(release, wire.ContainerIDOf(c))
 	}
 	resp := &yarnpb.AllocateResponseProto{ResponseId: proto.Int32(last.GetResponseId() + 1)}
 	if resp.GetResponseId() < 0 { // wraps as Java's int does
 		resp.ResponseId = proto.Int32(0)
 	}
-	var granted sent
 	if s.opts.Allocator != nil {
 		s.opts.Allocator.Update(id, req.GetAsk())
-		if granted, err = s.grant(ctx, id, sess, resp); err != nil {
-			return nil, err
-		}
 	}
-	completed, err := s.mgr.TakeCompleted(ctx, id)
+	got, err := s.mgr.Allocate(ctx, rm.Allocation{Attempt: id, Release: release, Acquire: s.opts.Allocator != nil})
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range completed {
+	granted, err := s.grant(id, sess, got, resp)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range got.Completed {
 		resp.CompletedContainerStatuses = append(resp.CompletedContainerStatuses, &yarnpb.ContainerStatusProto{
 			ContainerId: wire.ContainerID(c.ID), State: yarnpb.ContainerStateProto_C_COMPLETE.Enum(),
 			Diagnostics: proto.String(c.Diagnostics), ExitStatus: proto.Int32(c.ExitStatus),
@@ -303,9 +320,9 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	// Victims are announced in every response until they are gone, as
 	// YARN does: strict (they will be killed at the deadline whatever the
 	// AM does) and in the contract, which MapReduce's AM reads.
-	if victims := s.mgr.Preempting(id); len(victims) > 0 {
+	if len(got.Preempting) > 0 {
 		var cs []*yarnpb.PreemptionContainerProto
-		for _, c := range victims {
+		for _, c := range got.Preempting {
 			cs = append(cs, &yarnpb.PreemptionContainerProto{Id: wire.ContainerID(c.ID)})
 		}
 		resp.Preempt = &yarnpb.PreemptionMessageProto{
@@ -435,27 +452,22 @@ func (s *Service) updatedNodes(sess *session) []*yarnpb.NodeReportProto {
 	return out
 }
 
-// grant puts the attempt's newly placed containers, with their container
+// grant puts the containers an allocate acquired, with their container
 // tokens, and the NMTokens of nodes new to the attempt into resp, and
 // returns what a retry needs to grant them again.
-func (s *Service) grant(ctx context.Context, id records.AttemptID, sess *session, resp *yarnpb.AllocateResponseProto) (sent, error) {
-	app, err := s.mgr.Application(id.App)
-	if err != nil {
-		return sent{}, err
-	}
-	acquired, err := s.mgr.AcquireContainers(ctx, id)
-	if err != nil {
-		return sent{}, err
-	}
+func (s *Service) grant(id records.AttemptID, sess *session, got rm.Allocated, resp *yarnpb.AllocateResponseProto) (sent, error) {
 	var out sent
-	for _, c := range acquired {
+	for _, c := range got.Acquired {
 		out.allocated = append(out.allocated, c.ID)
 		if !sess.nmTokens[c.Node] {
 			out.nmTokenNodes = append(out.nmTokenNodes, c.Node)
 			sess.nmTokens[c.Node] = true
 		}
 	}
-	return out, s.addGrants(id, app, acquired, out.nmTokenNodes, resp)
+	if len(got.Acquired) == 0 {
+		return out, nil
+	}
+	return out, s.addGrants(id, got.Application, got.Acquired, out.nmTokenNodes, resp)
 }
 
 // resend builds the response last names again, for a retry of the request
@@ -469,11 +481,11 @@ func (s *Service) resend(id records.AttemptID, last *sent) (*yarnpb.AllocateResp
 	if len(last.allocated) == 0 && len(last.nmTokenNodes) == 0 {
 		return resp, nil
 	}
-	app, err := s.mgr.Application(id.App)
-	if err != nil {
-		return nil, err
-	}
 	snap := s.mgr.Snapshot()
+	app := snap.Application(id.App)
+	if app == nil {
+		return nil, yarnerr.ApplicationNotFound(id.App.String())
+	}
 	var cs []*records.Container
 	for _, cid := range last.allocated {
 		if c := snap.Container(cid); c != nil {

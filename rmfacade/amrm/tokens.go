@@ -13,7 +13,6 @@ import (
 	"github.com/weft-sh/weft/protos/ipc"
 	"github.com/weft-sh/weft/protos/yarn/records"
 	"github.com/weft-sh/weft/protos/yarn/wire"
-	"github.com/weft-sh/weft/rmfacade/rm"
 )
 
 // TokenKind is the kind of AMRMTokens.
@@ -28,11 +27,18 @@ const keyID = 1
 // nothing per token is stored.
 type Tokens struct {
 	key []byte
-	mgr *rm.Manager
+	mgr interface {
+		LiveAttempt(records.AttemptID) (*records.Application, *records.Attempt, error)
+	}
 }
 
 // NewTokens returns the AMRMToken secret manager.
-func NewTokens(mgr *rm.Manager, key []byte) *Tokens { return &Tokens{key: key, mgr: mgr} }
+// It asks mgr whether the attempt a token names is still live.
+func NewTokens(mgr interface {
+	LiveAttempt(records.AttemptID) (*records.Application, *records.Attempt, error)
+}, key []byte) *Tokens {
+	return &Tokens{key: key, mgr: mgr}
+}
 
 func (t *Tokens) password(identifier []byte) []byte {
 	m := hmac.New(sha1.New, t.key)

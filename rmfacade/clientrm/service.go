@@ -44,7 +44,7 @@ type AMTokenIssuer interface {
 
 // Service implements ApplicationClientProtocol.
 type Service struct {
-	mgr       *rm.Manager
+	mgr       rm.ClientService
 	tokens    *DelegationTokens
 	amTokens  AMTokenIssuer
 	proxyBase string
@@ -52,7 +52,7 @@ type Service struct {
 }
 
 // New returns the service.
-func New(mgr *rm.Manager, opts Options) *Service {
+func New(mgr rm.ClientService, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

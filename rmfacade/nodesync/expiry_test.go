@@ -69,8 +69,8 @@ func TestNodeExpiry(t *testing.T) {
 
 // A node that stops being Ready is UNHEALTHY while its containers run
 // on; at the expiry, with no event to tell of it, the reconcile it asked
-// for finds it LOST, and its containers end with it as in YARN — the AM
-// hears of its tasks, its own attempt fails and another begins —; back
+// for finds it LOST, and its containers end with it as in YARN — its
+// tasks complete, its AM's attempt fails and another begins —; back
 // Ready, it is RUNNING again.
 func TestNodeLostAtExpiry(t *testing.T) {
 	ctx := context.Background()
@@ -104,7 +104,7 @@ func TestNodeLostAtExpiry(t *testing.T) {
 		t.Fatalf("grants %v, %v", granted, err)
 	}
 	task, done, elsewhere := granted[0].ID, granted[1].ID, granted[2].ID
-	if _, err := mgr.AcquireContainers(ctx, attempt); err != nil {
+	if _, err := mgr.Allocate(ctx, rm.Allocation{Attempt: attempt, Acquire: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []records.ContainerID{task, done, elsewhere} {
@@ -115,7 +115,7 @@ func TestNodeLostAtExpiry(t *testing.T) {
 	if _, err := mgr.CompleteContainer(ctx, done, 0, "finished"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mgr.TakeCompleted(ctx, attempt); err != nil {
+	if _, err := mgr.Allocate(ctx, rm.Allocation{Attempt: attempt}); err != nil {
 		t.Fatal(err)
 	}
 	doneBefore := *mgr.Snapshot().Container(done)
@@ -164,14 +164,15 @@ func TestNodeLostAtExpiry(t *testing.T) {
 			}
 			return ""
 		}},
-		{"its task completes ABORTED with YARN's diagnostics for a lost node, and the AM hears of it", func() string {
+		{"its task completes ABORTED with YARN's diagnostics for a lost node, listed for its attempt's next allocate", func() string {
 			c := mgr.Snapshot().Container(task)
 			if c.State != records.ContainerComplete || c.ExitStatus != records.ExitAborted || c.Diagnostics != rm.LostContainerDiagnostics {
 				return "task " + string(c.State) + " " + c.Diagnostics
 			}
-			told, err := mgr.TakeCompleted(ctx, attempt)
-			if err != nil || len(told) != 1 || told[0].ID != task {
-				return "the AM is not told of it alone"
+			// The AM was lost with the node: its attempt is over and
+			// will never ask, but the record says what it would be told.
+			if told := mgr.Snapshot().ContainersToReport(attempt); len(told) != 1 || told[0].ID != task {
+				return "not listed alone for the attempt's next allocate"
 			}
 			return ""
 		}},

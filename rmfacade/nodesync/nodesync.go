@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
-	"github.com/weft-sh/weft/rmfacade/rm"
+	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/translator"
 	"github.com/weft-sh/weft/translator/kubeclient"
 	"github.com/weft-sh/weft/translator/wellknown"
@@ -78,9 +78,17 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Nodes is the RM's side of its nodes: their records, written one or
+// many at a time (a node lost ends its containers in the same write).
+type Nodes interface {
+	PutNode(*records.Node) error
+	PutNodes(...*records.Node) error
+	Snapshot() *state.Snapshot
+}
+
 // Syncer copies nodes from Kubernetes into the RM.
 type Syncer struct {
-	mgr                       *rm.Manager
+	mgr                       Nodes
 	opts                      Options
 	nodeInformer, podInformer cache.SharedIndexInformer
 	cnrInformer               cache.SharedIndexInformer // nil unless the profile reads CNRs
@@ -110,7 +118,7 @@ type Syncer struct {
 // New returns a Syncer; Run starts its watches.
 // Its pod informer, when shared, must not have started: New indexes the
 // pods by node on it.
-func New(mgr *rm.Manager, client kubernetes.Interface, opts Options) (*Syncer, error) {
+func New(mgr Nodes, client kubernetes.Interface, opts Options) (*Syncer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

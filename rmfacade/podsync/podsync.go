@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/weft-sh/weft/protos/yarn/records"
-	"github.com/weft-sh/weft/rmfacade/rm"
 	"github.com/weft-sh/weft/rmfacade/state"
 	"github.com/weft-sh/weft/rmfacade/storesource"
 	"github.com/weft-sh/weft/translator"
@@ -57,10 +56,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Containers is what the pods of task containers tell the RM's records:
+// a container started, or ended.
+type Containers interface {
+	ContainerRunning(ctx context.Context, id records.ContainerID) error
+	CompleteContainer(ctx context.Context, id records.ContainerID, exitStatus int32, diagnostics string) (bool, error)
+	storesource.Store
+}
+
 // Reconciler reconciles one task container (a request named by its
 // container id) with its pod.
 type Reconciler struct {
-	mgr    *rm.Manager
+	mgr    Containers
 	client client.Client
 	opts   Options
 }
@@ -69,7 +76,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // New returns a Reconciler writing through c, which reads pods from the
 // manager's cache.
-func New(mgr *rm.Manager, c client.Client, opts Options) *Reconciler {
+func New(mgr Containers, c client.Client, opts Options) *Reconciler {
 	opts.ClusterID = cmp.Or(opts.ClusterID, "weft")
 	opts.ContainerAllocationExpiry = cmp.Or(opts.ContainerAllocationExpiry, 10*time.Minute)
 	opts.Workers = cmp.Or(opts.Workers, 8)

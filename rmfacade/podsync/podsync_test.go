@@ -92,7 +92,7 @@ func (c *cluster) grant(n int) []records.ContainerID {
 	if err != nil || len(granted) != n {
 		c.t.Fatalf("grant: %v %v", granted, err)
 	}
-	if _, err := c.mgr.AcquireContainers(context.Background(), c.attempt); err != nil {
+	if _, err := c.mgr.Allocate(context.Background(), rm.Allocation{Attempt: c.attempt, Acquire: true}); err != nil {
 		c.t.Fatal(err)
 	}
 	out := make([]records.ContainerID, n)

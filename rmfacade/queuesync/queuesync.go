@@ -58,11 +58,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Queues is the RM's side of the queue tree: the tree it admits into,
+// swapped whole, and the store whose applications the statuses count.
+type Queues interface {
+	SetQueues(rm.Queues)
+	storesource.Store
+}
+
 // Reconciler reconciles the whole tree, whichever Queue changed, since a
 // tree is valid or not as a whole: Request on a Queue's change,
 // StatusRequest on the RM's.
 type Reconciler struct {
-	mgr    *rm.Manager
+	mgr    Queues
 	client client.Client
 	opts   Options
 	// objects are the Queues the current tree was read from, for the
@@ -87,7 +94,7 @@ var StatusRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name:
 
 // New returns a Reconciler over the tree the RM starts with, read from
 // the Queues objects (Read).
-func New(mgr *rm.Manager, c client.Client, configs []quota.QueueConfig, objects []v1alpha1.Queue, opts Options) *Reconciler {
+func New(mgr Queues, c client.Client, configs []quota.QueueConfig, objects []v1alpha1.Queue, opts Options) *Reconciler {
 	opts.VCoreMilli = cmp.Or(opts.VCoreMilli, 1000)
 	opts.StatusEvery = cmp.Or(opts.StatusEvery, time.Second)
 	if opts.Now == nil {

@@ -52,15 +52,24 @@ type Options struct {
 	Asks func(attempt records.AttemptID) (containers int, resources records.Resource)
 }
 
+// Applications is what the REST API and the web UI read and change: what
+// a client reaches over IPC, and the RM's own facts that cluster info and
+// the metrics report.
+type Applications interface {
+	rm.ClientService
+	ClusterTimestamp() int64
+	RemovedSinceStart() (finished, failed, killed int64)
+}
+
 type handler struct {
-	mgr  *rm.Manager
+	mgr  Applications
 	opts Options
 	// encoded keeps finished applications' JSON between listings.
 	encoded encodedApps
 }
 
 // NewHandler returns the RM web handler.
-func NewHandler(mgr *rm.Manager, opts Options) http.Handler {
+func NewHandler(mgr Applications, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

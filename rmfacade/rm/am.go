@@ -33,6 +33,15 @@ func (m *Manager) LiveAttempt(id records.AttemptID) (*records.Application, *reco
 	return liveAttempt(m.store.Snapshot(), id)
 }
 
+// Registered is what an AM is told when it registers.
+type Registered struct {
+	Application *records.Application
+	// QueuePath is the full path of the application's queue.
+	QueuePath string
+	// MaximumAllocation is the largest container it may ask for.
+	MaximumAllocation records.Resource
+}
+
 // RegisterAM records that the attempt's ApplicationMaster registered:
 // attempt and application become RUNNING, with the AM's address.
 //
@@ -44,7 +53,7 @@ func (m *Manager) LiveAttempt(id records.AttemptID) (*records.Application, *reco
 // time. Refusing a second registration within one RM incarnation is the
 // protocol service's, which alone knows what this incarnation has seen.
 // An attempt that unregistered (FINISHING) cannot register again.
-func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host string, rpcPort int32, trackingURL string) (*records.Application, error) {
+func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host string, rpcPort int32, trackingURL string) (Registered, error) {
 	var registered *records.Application
 	var resync bool
 	err := m.store.Update(func(w *state.WriteTxn) error {
@@ -70,10 +79,11 @@ func (m *Manager) RegisterAM(ctx context.Context, id records.AttemptID, host str
 		}
 		return w.PutApplication(&a)
 	})
-	if err == nil {
-		m.opts.Logger.Info("application master registered", "attempt", id.String(), "host", host, "resync", resync)
+	if err != nil {
+		return Registered{}, err
 	}
-	return registered, err
+	m.opts.Logger.Info("application master registered", "attempt", id.String(), "host", host, "resync", resync)
+	return Registered{Application: registered, QueuePath: m.QueuePath(registered.Queue), MaximumAllocation: m.opts.MaximumAllocation}, nil
 }
 
 // FinishAM records the AM's unregistration with the final status it

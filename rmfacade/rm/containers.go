@@ -177,49 +177,6 @@ func roomOn(w *state.WriteTxn, node string, nowMs int64) records.Resource {
 	return room
 }
 
-// AcquireContainers hands an attempt's new containers to its AM: those not
-// yet acquired are marked so and returned, once.
-func (m *Manager) AcquireContainers(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, containerReader.ContainersToAcquire, func(c *records.Container) { c.Acquired = true })
-}
-
-// TakeCompleted returns the attempt's containers that completed since the
-// last call, marking them reported.
-func (m *Manager) TakeCompleted(ctx context.Context, id records.AttemptID) ([]*records.Container, error) {
-	return m.takeContainers(id, containerReader.ContainersToReport, func(c *records.Container) { c.Reported, c.Acquired = true, true })
-}
-
-// containerReader is what takeContainers reads, in a snapshot or a write.
-type containerReader interface {
-	ContainersToAcquire(records.AttemptID) []*records.Container
-	ContainersToReport(records.AttemptID) []*records.Container
-}
-
-func (m *Manager) takeContainers(id records.AttemptID, list func(containerReader, records.AttemptID) []*records.Container,
-	mark func(*records.Container)) ([]*records.Container, error) {
-	// Most heartbeats have nothing to take: read before taking the store's
-	// write lock, which a thousand AMs' heartbeats would otherwise queue on.
-	// A container stored after this read is taken by the next heartbeat,
-	// as one stored just after the write would be.
-	if len(list(m.store.Snapshot(), id)) == 0 {
-		return nil, nil
-	}
-	var out []*records.Container
-	err := m.store.Update(func(w *state.WriteTxn) error {
-		out = nil
-		for _, c := range list(w, id) {
-			cp := *c
-			mark(&cp)
-			if err := w.PutContainer(&cp); err != nil {
-				return err
-			}
-			out = append(out, &cp)
-		}
-		return nil
-	})
-	return out, err
-}
-
 // ContainerRunning records that a container's process started.
 func (m *Manager) ContainerRunning(ctx context.Context, id records.ContainerID) error {
 	return m.store.Update(func(w *state.WriteTxn) error {
@@ -271,11 +228,6 @@ func (m *Manager) PreemptContainer(ctx context.Context, id records.ContainerID, 
 		return w.PutContainer(&cp)
 	})
 	return changed, err
-}
-
-// Preempting returns an attempt's live containers marked for preemption.
-func (m *Manager) Preempting(id records.AttemptID) []*records.Container {
-	return m.Snapshot().PreemptingContainersOf(id)
 }
 
 // AMContainerPlaced records where the cluster's scheduler put an attempt's

@@ -21,6 +21,17 @@ func (d *countingDurable) Commit(ops []state.Op) error {
 }
 func (d *countingDurable) Close() error { return nil }
 
+// countedManager is a Manager over a store whose commits disk counts.
+func countedManager(t *testing.T) (*Manager, *countingDurable) {
+	t.Helper()
+	disk := &countingDurable{}
+	st, err := state.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newManagerOn(t, st), disk
+}
+
 // submitRegistered submits n unmanaged applications to queue default and
 // registers their AMs, returning their attempts.
 func submitRegistered(t *testing.T, m *Manager, n int) []records.AttemptID {
@@ -56,12 +67,7 @@ func heldOn(m *Manager, node string) int64 {
 // checked against the grants of the transactions before it: the node's
 // room goes to the first attempt, the rest of it to the second, never more.
 func TestAllocateBatchWritesInParts(t *testing.T) {
-	disk := &countingDurable{}
-	st, err := state.Open(disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newManagerOn(t, st)
+	m, disk := countedManager(t)
 	room := int64(maxGrantsPerWrite * 3 / 2)
 	if err := m.PutNode(&records.Node{ID: "n1", Host: "n1", State: records.NodeRunning,
 		Capability: records.Resource{MemoryMB: room, VCores: int32(room)}}); err != nil {
@@ -92,12 +98,7 @@ func TestAllocateBatchWritesInParts(t *testing.T) {
 // others' are stored.
 func TestAllocateBatch(t *testing.T) {
 	ctx := context.Background()
-	disk := &countingDurable{}
-	st, err := state.Open(disk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newManagerOn(t, st)
+	m, disk := countedManager(t)
 	if err := m.PutNode(&records.Node{ID: "n1", Host: "n1", State: records.NodeRunning, Capability: records.Resource{MemoryMB: 3072, VCores: 8}}); err != nil {
 		t.Fatal(err)
 	}

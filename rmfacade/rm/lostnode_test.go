@@ -68,7 +68,7 @@ func TestLostNodeEndsItsContainers(t *testing.T) {
 		t.Fatalf("grants: %v %v", granted, err)
 	}
 	running, done, away := granted[0].ID, granted[1].ID, granted[2].ID
-	if _, err := m.AcquireContainers(ctx, app); err != nil {
+	if _, err := m.Allocate(ctx, Allocation{Attempt: app, Acquire: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.ContainerRunning(ctx, running); err != nil {
@@ -77,7 +77,7 @@ func TestLostNodeEndsItsContainers(t *testing.T) {
 	if _, err := m.CompleteContainer(ctx, done, records.ExitSuccess, "finished"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.TakeCompleted(ctx, app); err != nil {
+	if _, err := m.Allocate(ctx, Allocation{Attempt: app}); err != nil {
 		t.Fatal(err)
 	}
 	more, err := m.AllocateContainers(ctx, app, []Grant{gib})
@@ -116,7 +116,6 @@ func TestLostNodeEndsItsContainers(t *testing.T) {
 		}
 		return ""
 	}
-	var told []*records.Container
 	tests := []struct {
 		name  string
 		check func() string
@@ -133,17 +132,23 @@ func TestLostNodeEndsItsContainers(t *testing.T) {
 		{"the AM container completes too", func() string { return ended(records.ContainerID{Attempt: app, ID: 1}) }},
 		{"a container already complete is untouched", func() string { return untouched(done) }},
 		{"a container on another node is untouched", func() string { return untouched(away) }},
-		{"the AM hears of its lost containers in its next allocate response, once", func() string {
-			var err error
-			if told, err = m.TakeCompleted(ctx, app); err != nil {
+		{"an AM elsewhere hears of its task lost there in its next allocate response, once", func() string {
+			got, err := m.Allocate(ctx, Allocation{Attempt: survivor})
+			if err != nil {
 				return err.Error()
 			}
-			if len(told) != 2 || told[0].ID != running || told[1].ID != unacquired || told[0].ExitStatus != records.ExitAborted ||
-				told[0].Diagnostics != LostContainerDiagnostics {
+			told := got.Completed
+			if len(told) != 1 || told[0].ID != theirs[0].ID || told[0].ExitStatus != records.ExitAborted || told[0].Diagnostics != LostContainerDiagnostics {
 				return "told of the wrong containers"
 			}
-			if again, _ := m.TakeCompleted(ctx, app); len(again) != 0 {
+			if again, _ := m.Allocate(ctx, Allocation{Attempt: survivor}); len(again.Completed) != 0 {
 				return "told twice"
+			}
+			return ""
+		}},
+		{"the AM lost with the node is not told: its attempt is over", func() string {
+			if _, err := m.Allocate(ctx, Allocation{Attempt: app}); err == nil {
+				return "an allocate of the failed attempt was answered"
 			}
 			return ""
 		}},

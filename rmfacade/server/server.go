@@ -313,7 +313,7 @@ func (s *Server) init() error {
 	if err != nil {
 		return fmt.Errorf("NM master key: %w", err)
 	}
-	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry}
+	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry, Logger: s.cfg.Logger}
 	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
 	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
 	if err != nil {

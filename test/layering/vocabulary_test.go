@@ -53,38 +53,16 @@ func readVocabulary(root, module string, words []wellknown.Word) (*vocabulary, e
 	v := &vocabulary{uses: map[string]map[string]bool{}, consts: map[string]map[string]bool{},
 		declared: map[string]bool{}, words: map[string]bool{}}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	err := eachSource(root, func(pkg, path string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		pkg := filepath.ToSlash(rel)
 		if pkg == wellknownPkg {
 			v.declare(f)
 			return nil
 		}
-		local := ""
-		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"/"+wellknownPkg {
-				local = "wellknown"
-				if imp.Name != nil {
-					local = imp.Name.Name
-				}
-			}
-		}
+		local := importedAs(f, module+"/"+wellknownPkg)
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.SelectorExpr:
@@ -298,4 +276,39 @@ func TestVocabularyCatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eachSource calls fn with each non-test Go file of the module at root
+// and its package, relative to the module.
+func eachSource(root string, fn func(pkg, path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		return fn(filepath.ToSlash(rel), path)
+	})
+}
+
+// importedAs returns the name a file refers to an imported package by
+// (its last path element unless renamed), "" when it does not import it.
+func importedAs(f *ast.File, path string) string {
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == path {
+			if imp.Name != nil {
+				return imp.Name.Name
+			}
+			return path[strings.LastIndex(path, "/")+1:]
+		}
+	}
+	return ""
 }
