@@ -15,42 +15,42 @@ import (
 // the network, and the localizer that fetches the container's resources.
 type Runtime struct {
 	// Image runs the container's commands.
-	Image string
+	Image string `json:"image,omitempty"`
 	// JavaHome is JAVA_HOME inside Image.
-	JavaHome string
+	JavaHome string `json:"javaHome,omitempty"`
 	// HadoopHome, when set, is the Hadoop installation inside the pod:
 	// HADOOP_HOME and HADOOP_{COMMON,HDFS,YARN,MAPRED}_HOME, which
 	// yarn.application.classpath refers to.
-	HadoopHome string
+	HadoopHome string `json:"hadoopHome,omitempty"`
 	// HadoopConf names a ConfigMap (core-site.xml, yarn-site.xml, ...) in
 	// the pods' namespace, mounted at ConfDir as HADOOP_CONF_DIR: what a
 	// NodeManager's containers find in their class path.
-	HadoopConf string
+	HadoopConf string `json:"hadoopConfConfigMap,omitempty"`
 	// HostNetwork runs containers in the node's network namespace, as YARN
 	// containers run: the addresses AMs and shuffle servers advertise are
 	// the node's, and NodeIds are node names.
-	HostNetwork bool
+	HostNetwork bool `json:"hostNetwork"`
 	// HostPaths are node directories shown read-only at the same path in
 	// every container (a node-provided runtime: /usr with Java, a Hadoop
 	// installation), as a NodeManager's containers see its filesystem.
-	HostPaths []string
+	HostPaths []string `json:"hostPaths,omitempty"`
 	// LocalizerImage runs `weft-localizer` before the container starts, to
 	// fetch its LocalResources into the working directory.
-	LocalizerImage string
+	LocalizerImage string `json:"localizerImage,omitempty"`
 	// CacheDir is the node directory where localized resources are cached
 	// across containers (default /var/lib/weft/filecache).
-	CacheDir string
+	CacheDir string `json:"localizerCacheDir,omitempty"`
 	// LogRoot, when set, is the node directory holding each container's
 	// log directory (<LogRoot>/<app>/<container>), as a NodeManager's
 	// yarn.nodemanager.log-dirs: the logs outlive the pod and the node
 	// plugin serves them. Empty keeps them in the pod only.
-	LogRoot string
+	LogRoot string `json:"logRoot,omitempty"`
 	// LocalRoot, when set, is the node directory holding applications'
 	// local directories (<LocalRoot>/usercache/<user>/appcache/<app>), as a
 	// NodeManager's yarn.nodemanager.local-dirs: the containers' LOCAL_DIRS,
 	// shared by an application's containers on the node, where map outputs
 	// stay for the shuffle service after their task ends.
-	LocalRoot string
+	LocalRoot string `json:"localRoot,omitempty"`
 }
 
 // AppLocalDir is an application's local directory under a local root.
@@ -77,22 +77,30 @@ func LogDirOf(root, app, container string) string {
 // ConfDir is where HadoopConf is mounted.
 const ConfDir = "/weft/conf"
 
+// DefaultRuntime is the runtime of the node images Weft builds.
+func DefaultRuntime() Runtime {
+	return Runtime{Image: "weft.local/node-runtime:1", JavaHome: "/usr/lib/jvm/java-17-openjdk-amd64", HostNetwork: true,
+		LocalizerImage: "weft.local/weft:dev", CacheDir: "/var/lib/weft/filecache", LocalRoot: "/var/lib/weft/local",
+		LogRoot: "/var/log/weft/containers"}
+}
+
 // AddFlags registers the runtime's settings on fs, for the binaries that
-// make container pods.
+// make container pods, with r's values as their defaults (start from
+// DefaultRuntime).
 func (r *Runtime) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&r.Image, "container-image", "weft.local/node-runtime:1", "image that runs YARN containers (Java and Hadoop's runtime)")
-	fs.StringVar(&r.JavaHome, "java-home", "/usr/lib/jvm/java-17-openjdk-amd64", "JAVA_HOME inside the container image")
-	fs.StringVar(&r.HadoopHome, "hadoop-home", "", "Hadoop installation inside containers (HADOOP_*_HOME)")
-	fs.StringVar(&r.HadoopConf, "hadoop-conf-configmap", "", "ConfigMap with Hadoop's configuration, mounted as HADOOP_CONF_DIR")
-	fs.BoolVar(&r.HostNetwork, "host-network", true, "run containers in the node's network, as YARN does")
+	fs.StringVar(&r.Image, "container-image", r.Image, "image that runs YARN containers (Java and Hadoop's runtime)")
+	fs.StringVar(&r.JavaHome, "java-home", r.JavaHome, "JAVA_HOME inside the container image")
+	fs.StringVar(&r.HadoopHome, "hadoop-home", r.HadoopHome, "Hadoop installation inside containers (HADOOP_*_HOME)")
+	fs.StringVar(&r.HadoopConf, "hadoop-conf-configmap", r.HadoopConf, "ConfigMap with Hadoop's configuration, mounted as HADOOP_CONF_DIR")
+	fs.BoolVar(&r.HostNetwork, "host-network", r.HostNetwork, "run containers in the node's network, as YARN does")
 	fs.Func("host-path", "node directory shown read-only to containers (repeatable)", func(s string) error {
 		r.HostPaths = append(r.HostPaths, strings.TrimSpace(s))
 		return nil
 	})
-	fs.StringVar(&r.LocalizerImage, "localizer-image", "weft.local/weft:dev", "image with weft-localizer")
-	fs.StringVar(&r.CacheDir, "localizer-cache-dir", "/var/lib/weft/filecache", "node directory caching localized resources")
-	fs.StringVar(&r.LocalRoot, "container-local-root", "/var/lib/weft/local", "node directory of applications' local directories (yarn.nodemanager.local-dirs)")
-	fs.StringVar(&r.LogRoot, "container-log-root", "/var/log/weft/containers", "node directory of containers' log directories (yarn.nodemanager.log-dirs)")
+	fs.StringVar(&r.LocalizerImage, "localizer-image", r.LocalizerImage, "image with weft-localizer")
+	fs.StringVar(&r.CacheDir, "localizer-cache-dir", r.CacheDir, "node directory caching localized resources")
+	fs.StringVar(&r.LocalRoot, "container-local-root", r.LocalRoot, "node directory of applications' local directories (yarn.nodemanager.local-dirs)")
+	fs.StringVar(&r.LogRoot, "container-log-root", r.LogRoot, "node directory of containers' log directories (yarn.nodemanager.log-dirs)")
 }
 
 // hadoopHomes are the variables a NodeManager passes from its own

@@ -77,6 +77,7 @@ func main() {
 	auxJava := flag.String("aux-services-java", "", "the java command of the services' JVM, from a JDK (it compiles its small host at start); default: from --java-home, else java on PATH")
 	auxJVMOpts := flag.String("aux-services-jvm-opts", "-Xmx256m", "the services' JVM options, space-separated")
 	recoveryDir := flag.String("recovery-dir", "/var/lib/weft/nm-recovery", "where the node keeps what must survive its restart (yarn.nodemanager.recovery.dir): the auxiliary services' state under nm-aux-services/<name>")
+	cfg.NodeManager.Runtime = translator.DefaultRuntime()
 	cfg.NodeManager.Runtime.AddFlags(flag.CommandLine)
 	flag.Parse()
 
