@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"github.com/weft-sh/weft/quota"
 	"github.com/weft-sh/weft/quota/api/v1alpha1"
 	"github.com/weft-sh/weft/quota/crd"
+	"github.com/weft-sh/weft/rmfacade/rmconfig"
 	"github.com/weft-sh/weft/translator/wellknown"
 )
 
@@ -791,6 +793,57 @@ func TestChartValues(t *testing.T) {
 				}
 			}
 		}},
+		{name: "no rm config: no ConfigMap, no --config", check: func(t *testing.T, r rendered) {
+			if r.find("ConfigMap", "weft-system", "weft-rm-config") != nil {
+				t.Error("weft-rm-config rendered without rm.config")
+			}
+			if got := args(t, r, "Deployment", "weft-rm"); slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--config") }) {
+				t.Errorf("--config without rm.config: %v", got)
+			}
+		}},
+		{name: "rm config is a document weft-rm takes with the chart's flags over it",
+			set: []string{"rm.config.nodes.expiry=5m", "rm.config.applications.maximumAllocationMB=16384", "rm.config.kubernetes.namespace=overridden"},
+			check: func(t *testing.T, r rendered) {
+				u := r.find("ConfigMap", "weft-system", "weft-rm-config")
+				if u == nil {
+					t.Fatal("no weft-rm-config ConfigMap")
+				}
+				file := filepath.Join(t.TempDir(), "config.yaml")
+				if err := os.WriteFile(file, []byte(as[corev1.ConfigMap](t, u).Data["config.yaml"]), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				d := as[appsv1.Deployment](t, r.find("Deployment", "weft-system", "weft-rm"))
+				pod := d.Spec.Template
+				flags := slices.Clone(pod.Spec.Containers[0].Args)
+				i := slices.Index(flags, "--config=/etc/weft/rm/config.yaml")
+				if i < 0 {
+					t.Fatalf("no --config in %v", flags)
+				}
+				flags[i] = "--config=" + file
+				fs := flag.NewFlagSet("weft-rm", flag.ContinueOnError)
+				fs.SetOutput(io.Discard)
+				c, err := rmconfig.Parse(fs, flags)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				if c.Nodes.Expiry.Duration != 5*time.Minute || c.Applications.MaximumAllocationMB != 16384 {
+					t.Errorf("the file's values are not weft-rm's: expiry %s, maximum %d MB", c.Nodes.Expiry.Duration, c.Applications.MaximumAllocationMB)
+				}
+				if c.Kubernetes.Namespace != "weft-jobs" {
+					t.Errorf("the chart's --namespace did not win over the file: %s", c.Kubernetes.Namespace)
+				}
+				mounted := slices.ContainsFunc(pod.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/weft/rm" }) &&
+					slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+						return v.ConfigMap != nil && v.ConfigMap.Name == "weft-rm-config"
+					})
+				if !mounted || pod.Annotations["checksum/config"] == "" {
+					t.Errorf("the ConfigMap is not mounted at /etc/weft/rm, or no checksum rolls the pods: %s", js(pod))
+				}
+			}},
+		{name: "rm config with its own kind", set: []string{"rm.config.kind=Other"}, wantErr: "config"},
 		{name: "colocation config", set: []string{"nodePlugin.colocation.config.cpuWatermarkPercent=70", "nodePlugin.colocation.config.peakWindow=5m"},
 			check: func(t *testing.T, r rendered) {
 				u := r.find("ConfigMap", "weft-system", "weft-colocation")
