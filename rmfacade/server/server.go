@@ -279,7 +279,13 @@ func (s *Server) keyFromSecret(namespace, name string) ([]byte, error) {
 	return masterkey.FromSecret(ctx, client, namespace, name, true)
 }
 
+// init assembles the server: its listeners and keys, then the cluster
+// mode's controllers and scheduler (with Kubernetes) or the embedded
+// mode's one node, then the protocols over them.
 func (s *Server) init() error {
+	if err := s.listen(); err != nil {
+		return err
+	}
 	key := s.cfg.TokenKey
 	if key == nil {
 		var err error
@@ -288,22 +294,6 @@ func (s *Server) init() error {
 		}
 	}
 	tokens := clientrm.NewDelegationTokens(s.store, key, clientrm.TokenOptions{})
-	var err error
-	s.lnIPC, err = net.Listen("tcp", s.cfg.ClientAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.cfg.ClientAddr, err)
-	}
-	s.lnAM, err = net.Listen("tcp", s.cfg.SchedulerAddr)
-	if err != nil {
-		s.lnIPC.Close()
-		return fmt.Errorf("listen %s: %w", s.cfg.SchedulerAddr, err)
-	}
-	s.lnWeb, err = net.Listen("tcp", s.cfg.WebAddr)
-	if err != nil {
-		s.lnIPC.Close()
-		s.lnAM.Close()
-		return fmt.Errorf("listen %s: %w", s.cfg.WebAddr, err)
-	}
 	amKey, err := s.masterKey("rm-amrm-token")
 	if err != nil {
 		return err
@@ -313,78 +303,137 @@ func (s *Server) init() error {
 	if err != nil {
 		return fmt.Errorf("NM master key: %w", err)
 	}
-	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry, Logger: s.cfg.Logger}
-	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
-	s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service())
+	if s.cfg.Kubernetes != nil {
+		err = s.assembleCluster(amTokens)
+	} else {
+		err = s.assembleEmbedded()
+	}
 	if err != nil {
 		return err
 	}
-	if s.cfg.Kubernetes != nil {
-		// Protobuf for the launcher's, binder's and informers' built-in
-		// kinds; s.cfg.Kubernetes stays JSON for the Queue CRDs and the CNR.
-		client, err := kubeclient.New(s.cfg.Kubernetes)
-		if err != nil {
+	return s.serveProtocols(tokens, amTokens, nmKey)
+}
+
+// listen binds the client, AM and web addresses.
+func (s *Server) listen() error {
+	var err error
+	if s.lnIPC, err = net.Listen("tcp", s.cfg.ClientAddr); err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.ClientAddr, err)
+	}
+	if s.lnAM, err = net.Listen("tcp", s.cfg.SchedulerAddr); err != nil {
+		s.lnIPC.Close()
+		return fmt.Errorf("listen %s: %w", s.cfg.SchedulerAddr, err)
+	}
+	if s.lnWeb, err = net.Listen("tcp", s.cfg.WebAddr); err != nil {
+		s.lnIPC.Close()
+		s.lnAM.Close()
+		return fmt.Errorf("listen %s: %w", s.cfg.WebAddr, err)
+	}
+	return nil
+}
+
+// assembleEmbedded is the mode without Kubernetes: applications are
+// admitted and nothing is launched, and this machine may stand for the
+// cluster's one node.
+func (s *Server) assembleEmbedded() error {
+	if s.cfg.LocalNode {
+		return s.registerLocalNode()
+	}
+	return nil
+}
+
+// assembleCluster is the mode with Kubernetes: the controllers that carry
+// the RM's records into pods and the cluster's state into the records,
+// the binder and the allocator, each a Runnable of one controller
+// manager, started and stopped with it (Serve).
+func (s *Server) assembleCluster(amTokens *amrm.Tokens) error {
+	// Protobuf for the launcher's, binder's and informers' built-in
+	// kinds; s.cfg.Kubernetes stays JSON for the Queue CRDs and the CNR.
+	client, err := kubeclient.New(s.cfg.Kubernetes)
+	if err != nil {
+		return err
+	}
+	opts := s.cfg.Launcher
+	if opts.SchedulerAddr == "" {
+		opts.SchedulerAddr = s.lnAM.Addr().String()
+	}
+	if opts.Logger == nil {
+		opts.Logger = s.cfg.Logger
+	}
+	if s.controllers, err = s.newControllerManager(); err != nil {
+		return err
+	}
+	kc, api := s.controllers.GetClient(), s.controllers.GetAPIReader()
+	opts.APIReader = api
+	if err := amlauncher.New(s.Manager, kc, amTokens, opts).SetupWithManager(s.controllers); err != nil {
+		return fmt.Errorf("AM launcher: %w", err)
+	}
+	containers := podsync.New(s.Manager, kc, podsync.Options{Namespace: opts.Namespace, ClusterID: opts.ClusterID,
+		ContainerAllocationExpiry: opts.ContainerAllocationExpiry, APIReader: api, Logger: opts.Logger})
+	if err := containers.SetupWithManager(s.controllers); err != nil {
+		return fmt.Errorf("container pods: %w", err)
+	}
+	if err := s.setupQueueSync(); err != nil {
+		return err
+	}
+	// One watch of the cluster's live pods serves the node view (what
+	// others hold) and the binder (which of Weft's wait).
+	s.pods = nodesync.LivePods(client)
+	nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
+		Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown,
+		CapacityStaleAfter: s.cfg.CapacityStaleAfter, NodeExpiry: s.cfg.NodeExpiry}
+	if opts.Profile.CapacityFromCNR {
+		if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+	}
+	if s.nodes, err = nodesync.New(s.Manager, client, nopts); err != nil {
+		return err
+	}
+	if err := s.nodes.SetupWithManager(s.controllers); err != nil {
+		return fmt.Errorf("node sync: %w", err)
+	}
+	// Weft's scheduler binds the pods that name it: AM pods, and any
+	// other pod placed by its queue and tier labels.
+	s.binder, err = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Workers: s.cfg.BindParallelism,
+		Informer: s.pods, Logger: s.cfg.Logger, OnPending: func() { s.allocator.Kick() }})
+	if err != nil {
+		return err
+	}
+	aopts := s.cfg.Allocator
+	aopts.Logger = s.cfg.Logger
+	aopts.Metrics = s.metrics
+	aopts.Quotas = s.quotas
+	aopts.Pods, aopts.Profile, aopts.ClusterID, aopts.Nodes = s.binder, opts.Profile, opts.ClusterID, s.nodes
+	s.allocator = allocator.New(s.Manager, aopts)
+	for _, r := range []manager.Runnable{
+		manager.RunnableFunc(func(ctx context.Context) error { s.pods.Run(ctx.Done()); return nil }),
+		manager.RunnableFunc(func(ctx context.Context) error { s.nodes.Run(ctx); return nil }),
+		manager.RunnableFunc(func(ctx context.Context) error { s.binder.Run(ctx); return nil }),
+		manager.RunnableFunc(s.schedule),
+	} {
+		if err := s.controllers.Add(r); err != nil {
 			return err
 		}
-		opts := s.cfg.Launcher
-		if opts.SchedulerAddr == "" {
-			opts.SchedulerAddr = s.lnAM.Addr().String()
-		}
-		if opts.Logger == nil {
-			opts.Logger = s.cfg.Logger
-		}
-		if s.controllers, err = s.newControllerManager(); err != nil {
-			return err
-		}
-		kc, api := s.controllers.GetClient(), s.controllers.GetAPIReader()
-		opts.APIReader = api
-		if err := amlauncher.New(s.Manager, kc, amTokens, opts).SetupWithManager(s.controllers); err != nil {
-			return fmt.Errorf("AM launcher: %w", err)
-		}
-		containers := podsync.New(s.Manager, kc, podsync.Options{Namespace: opts.Namespace, ClusterID: opts.ClusterID,
-			ContainerAllocationExpiry: opts.ContainerAllocationExpiry, APIReader: api, Logger: opts.Logger})
-		if err := containers.SetupWithManager(s.controllers); err != nil {
-			return fmt.Errorf("container pods: %w", err)
-		}
-		if err := s.setupQueueSync(); err != nil {
-			return err
-		}
-		// One watch of the cluster's live pods serves the node view (what
-		// others hold) and the binder (which of Weft's wait).
-		s.pods = nodesync.LivePods(client)
-		nopts := nodesync.Options{ClusterID: opts.ClusterID, SchedulerName: opts.SchedulerName,
-			Profile: opts.Profile, NMPort: opts.NMPort, NMHTTPPort: opts.NMHTTPPort, Pods: s.pods, Cooldown: s.cfg.NodeCooldown,
-			CapacityStaleAfter: s.cfg.CapacityStaleAfter, NodeExpiry: s.cfg.NodeExpiry}
-		if opts.Profile.CapacityFromCNR {
-			if nopts.CNR, err = dynamic.NewForConfig(s.cfg.Kubernetes); err != nil {
-				return fmt.Errorf("kubernetes client: %w", err)
-			}
-		}
-		if s.nodes, err = nodesync.New(s.Manager, client, nopts); err != nil {
-			return err
-		}
-		if err := s.nodes.SetupWithManager(s.controllers); err != nil {
-			return fmt.Errorf("node sync: %w", err)
-		}
-		// Weft's scheduler binds the pods that name it: AM pods, and any
-		// other pod placed by its queue and tier labels.
-		s.binder, err = podbinder.New(client, podbinder.Options{SchedulerName: opts.SchedulerName, Workers: s.cfg.BindParallelism,
-			Informer: s.pods, Logger: s.cfg.Logger, OnPending: func() { s.allocator.Kick() }})
-		if err != nil {
-			return err
-		}
-		aopts := s.cfg.Allocator
-		aopts.Logger = s.cfg.Logger
-		aopts.Metrics = s.metrics
-		aopts.Quotas = s.quotas
-		aopts.Pods, aopts.Profile, aopts.ClusterID, aopts.Nodes = s.binder, opts.Profile, opts.ClusterID, s.nodes
-		s.allocator = allocator.New(s.Manager, aopts)
+	}
+	return nil
+}
+
+// serveProtocols builds the client protocol, the AM protocol (AMs must
+// present their AMRMToken: SIMPLE is not accepted on 8030) and the web
+// handler over what the mode assembled.
+func (s *Server) serveProtocols(tokens *clientrm.DelegationTokens, amTokens *amrm.Tokens, nmKey []byte) error {
+	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
+	var err error
+	if s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service()); err != nil {
+		return err
+	}
+	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry, Logger: s.cfg.Logger}
+	if s.allocator != nil {
 		amOpts.Allocator = s.allocator
 	}
-	// AMs must present their AMRMToken: SIMPLE is not accepted on 8030.
 	s.am = amrm.New(s.Manager, amOpts)
-	s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, s.am.Service())
-	if err != nil {
+	if s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, s.am.Service()); err != nil {
 		return err
 	}
 	// The controllers' series (reconciles, errors, workqueue depth and
@@ -403,9 +452,6 @@ func (s *Server) init() error {
 		handler = withProfiling(handler)
 	}
 	s.web = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	if s.cfg.LocalNode {
-		return s.registerLocalNode()
-	}
 	return nil
 }
 
@@ -443,29 +489,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.cfg.Logger.Info("resource manager facade serving", "client", s.ClientAddr(), "scheduler", s.SchedulerAddr(), "web", s.WebAddr(),
 		"clusterTimestamp", s.Manager.ClusterTimestamp())
 	if s.controllers != nil {
-		synced := make(chan struct{})
-		go s.pods.Run(ctx.Done())
-		go s.nodes.Run(ctx)
-		go s.firstNodeSync(ctx, synced)
 		go func() {
 			defer close(controllersDone)
 			if err := s.controllers.Start(ctx); err != nil {
 				errc <- fmt.Errorf("controllers: %w", err)
-			}
-		}()
-		go s.binder.Run(ctx)
-		go func() {
-			// Until the nodes are read and the watch has listed the pods,
-			// a cycle would place nothing, or take bound pods' capacity
-			// for free.
-			select {
-			case <-synced:
-			case <-ctx.Done():
-				return
-			}
-			if s.binder.WaitForSync(ctx) {
-				s.cfg.Logger.Info("scheduling", "scheduler", s.cfg.Launcher.SchedulerName)
-				s.allocator.Run(ctx)
 			}
 		}()
 	}
@@ -494,24 +521,35 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// schedule runs the allocator once it can place anything: until the
+// nodes are read and the watch has listed the pods, a cycle would place
+// nothing, or take bound pods' capacity for free.
+func (s *Server) schedule(ctx context.Context) error {
+	if !s.firstNodeSync(ctx) || !s.binder.WaitForSync(ctx) {
+		return nil
+	}
+	s.cfg.Logger.Info("scheduling", "scheduler", s.cfg.Launcher.SchedulerName)
+	s.allocator.Run(ctx)
+	return nil
+}
+
 // firstNodeSync reads every node into the RM once the watches have listed
-// them, retrying until it succeeds, then closes synced: the allocator's
-// first cycle waits for it. The nodes controller keeps them current after.
-func (s *Server) firstNodeSync(ctx context.Context, synced chan<- struct{}) {
+// them, retrying until it succeeds or ctx ends (false). The nodes
+// controller keeps them current after.
+func (s *Server) firstNodeSync(ctx context.Context) bool {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := s.nodes.Sync(ctx)
 		if err == nil {
 			s.cfg.Logger.Info("nodes synced", "nodes", len(s.Manager.Snapshot().Nodes()))
-			close(synced)
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		s.cfg.Logger.Warn("node sync", "err", err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
 		}
 	}
