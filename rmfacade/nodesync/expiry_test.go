@@ -176,13 +176,13 @@ func TestNodeLostAtExpiry(t *testing.T) {
 			}
 			return ""
 		}},
-		{"a container already complete there is untouched, and one elsewhere runs on", func() string {
+		{"a container already complete there is untouched, and the failed attempt's one elsewhere ends with the attempt", func() string {
 			snap := mgr.Snapshot()
 			if *snap.Container(done) != doneBefore {
 				return "the completed container changed"
 			}
-			if c := snap.Container(elsewhere); c.State != records.ContainerRunning {
-				return "the container on b " + string(c.State)
+			if c := snap.Container(elsewhere); c.State != records.ContainerComplete || c.Diagnostics != rm.CompletedApplicationDiagnostics {
+				return "the container on b " + string(c.State) + " " + c.Diagnostics
 			}
 			return ""
 		}},

@@ -220,7 +220,7 @@ func TestPodsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.loop.Drain()
-	if got := c.container(kept); got.State != records.ContainerComplete || got.Diagnostics != "Container of a completed attempt" || c.pod(kept) != nil {
+	if got := c.container(kept); got.State != records.ContainerComplete || got.Diagnostics != rm.CompletedApplicationDiagnostics || c.pod(kept) != nil {
 		t.Fatalf("container of the failed attempt: %+v, pod left %v", got, c.pod(kept) != nil)
 	}
 

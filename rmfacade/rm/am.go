@@ -107,6 +107,8 @@ func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final reco
 		a.State, a.FinalStatus, a.FinishTime, a.Diagnostics, a.Progress = records.AppFinished, final, now, diagnostics, 1
 		if !a.UnmanagedAM {
 			t.State, a.State, a.FinishTime = records.AttemptFinishing, records.AppRunning, 0
+		} else if err := endContainers(w, id, now, records.ExitSuccess, "", false); err != nil {
+			return err
 		}
 		if trackingURL != "" {
 			a.TrackingURL = trackingURL
@@ -163,6 +165,16 @@ func countsTowardsMaxAttempts(exitCode int32) bool {
 // YARN does when an AM container exits.
 func (m *Manager) AMExited(ctx context.Context, id records.AttemptID, exitCode int32, diagnostics string) error {
 	return m.failAttempt(id, amExitedDiagnostics(id, exitCode, diagnostics), exitCode, countsTowardsMaxAttempts(exitCode), false)
+}
+
+// amExit is the exit status an ended attempt's AM container completes
+// with: its process's, or KILLED_BY_RESOURCEMANAGER when the RM ended it
+// (its AM timed out) and no process told one.
+func amExit(exitCode int32) int32 {
+	if exitCode == records.ExitInvalid {
+		return records.ExitKilledByRM
+	}
+	return exitCode
 }
 
 // amExitedDiagnostics is an attempt's diagnostics when its AM container
@@ -233,6 +245,9 @@ func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag stri
 		if err := w.PutAttempt(&t); err != nil {
 			return f, true, err
 		}
+		if err := endContainers(w, id, now, amExit(exitCode), diag, false); err != nil {
+			return f, true, err
+		}
 		return f, true, w.PutApplication(&a)
 	}
 	t.State, t.FinalStatus, t.FinishTime, t.Diagnostics = records.AttemptFailed, records.FinalFailed, now, diag
@@ -242,7 +257,11 @@ func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag stri
 	if counts {
 		a.FailedAttempts++
 	}
-	if a.FailedAttempts < a.MaxAttempts {
+	retry := a.FailedAttempts < a.MaxAttempts
+	if err := endContainers(w, id, now, amExit(exitCode), diag, retry && a.KeepContainers); err != nil {
+		return f, true, err
+	}
+	if retry {
 		f.retried = true
 		next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
 			FinalStatus: records.FinalUndefined, StartTime: now}

@@ -265,8 +265,10 @@ const droppedDiagnostics = "Container allocated before the ResourceManager resta
 // AMs re-register and resend their outstanding asks. Containers granted
 // but never handed to their AM are dropped: a resyncing AM asks for them
 // again, so keeping them would grant the same ask twice (YARN's RM does
-// not recover them either: only what NodeManagers report running). The
-// completed applications beyond MaxCompletedApplications are removed.
+// not recover them either: only what NodeManagers report running).
+// Containers still live in ended applications end at their application's
+// end. The completed applications beyond MaxCompletedApplications are
+// removed.
 func (m *Manager) Recover(ctx context.Context) (Recovered, error) {
 	var r Recovered
 	err := m.store.Update(func(w *state.WriteTxn) error {
@@ -289,6 +291,15 @@ func (m *Manager) Recover(ctx context.Context) (Recovered, error) {
 					return err
 				}
 				r.Dropped++
+			}
+		}
+		// An ended application holds nothing; a store written before ended
+		// applications' containers were completed with them still shows
+		// them live, their usage growing: they end at the application's
+		// end.
+		for _, a := range w.Applications(state.ApplicationFilter{States: []records.AppState{records.AppFinished, records.AppFailed, records.AppKilled}}) {
+			if err := endApplicationContainers(w, a, records.ExitKilledByRM, CompletedApplicationDiagnostics); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -131,7 +131,16 @@ func TestLostNodeEndsItsContainers(t *testing.T) {
 		{"another application's task on the node completes too", func() string { return ended(theirs[0].ID) }},
 		{"the AM container completes too", func() string { return ended(records.ContainerID{Attempt: app, ID: 1}) }},
 		{"a container already complete is untouched", func() string { return untouched(done) }},
-		{"a container on another node is untouched", func() string { return untouched(away) }},
+		{"the failed attempt's container on another node completes with it, as a completed application's", func() string {
+			c := after.Container(away)
+			if c.State != records.ContainerComplete || c.ExitStatus != records.ExitAborted || c.Diagnostics != CompletedApplicationDiagnostics || c.FinishTime != now {
+				return "not ended with the attempt: " + string(c.State) + " " + c.Diagnostics
+			}
+			return ""
+		}},
+		{"another application's AM on another node is untouched", func() string {
+			return untouched(records.ContainerID{Attempt: survivor, ID: 1})
+		}},
 		{"an AM elsewhere hears of its task lost there in its next allocate response, once", func() string {
 			got, err := m.Allocate(ctx, Allocation{Attempt: survivor})
 			if err != nil {

@@ -329,6 +329,9 @@ func (m *Manager) Kill(ctx context.Context, id records.ApplicationID, user, diag
 				return err
 			}
 		}
+		if err := endApplicationContainers(w, &a, records.ExitKilledByRM, a.Diagnostics); err != nil {
+			return err
+		}
 		return w.PutApplication(&a)
 	})
 	if err != nil {
