@@ -61,8 +61,8 @@ func orNA(s string) string {
 }
 
 // appReport renders an application as YARN's ApplicationReport.
-// proxyBase is the RM web address's proxy prefix, where the tracking URL
-// points until the AM names its own.
+// proxyBase is the RM web address's proxy prefix, where a managed AM's
+// tracking URL points.
 // queuePath is the full path of the application's queue (rm.Manager.QueuePath),
 // u what its containers hold and held.
 func appReport(a *records.Application, queuePath string, u records.Usage, proxyBase string) *yarnpb.ApplicationReportProto {
@@ -89,8 +89,11 @@ func appReport(a *records.Application, queuePath string, u records.Usage, proxyB
 	if a.CurrentAttempt > 0 {
 		r.CurrentApplicationAttemptId = wire.AttemptID(records.AttemptID{App: a.ID, ID: a.CurrentAttempt})
 	}
-	if a.State.Terminal() && a.TrackingURL != "" {
-		r.TrackingUrl = proto.String(a.TrackingURL)
+	// As a 3.4 RM's report: a managed AM's tracking URL is always the
+	// RM's proxy for it (which forwards to the AM's UI, then to the
+	// history its AM named at the end); an unmanaged AM's is its own.
+	if a.UnmanagedAM {
+		r.TrackingUrl = proto.String(orNA(a.TrackingURL))
 	}
 	return r
 }

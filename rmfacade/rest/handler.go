@@ -870,9 +870,17 @@ func (h *handler) appAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := &dao.AppAttemptsInfo{}
-	for _, att := range h.mgr.Snapshot().AttemptsOf(a.ID) {
-		resp.AppAttempt = append(resp.AppAttempt, &dao.AppAttemptInfo{ID: att.ID.ID, StartTime: att.StartTime, FinishedTime: att.FinishTime,
-			ContainerID: att.AMContainer, AppAttemptID: att.ID.String(), AppAttemptState: string(att.State)})
+	snap := h.mgr.Snapshot()
+	for _, att := range snap.AttemptsOf(a.ID) {
+		info := &dao.AppAttemptInfo{ID: att.ID.ID, StartTime: att.StartTime, FinishedTime: att.FinishTime,
+			ContainerID: att.AMContainer, AppAttemptID: att.ID.String(), AppAttemptState: string(att.State)}
+		// Where its AM container ran, as YARN's AppAttemptInfo reads its
+		// master container: for a finished attempt too, whose logs are
+		// where a user looks first.
+		if c := snap.Container(records.ContainerID{Attempt: att.ID, ID: 1}); c != nil && c.Node != "" {
+			info.NodeID, info.NodeHTTPAddress, info.LogsLink = c.Node, c.NodeHTTP, c.LogsURL(a.User)
+		}
+		resp.AppAttempt = append(resp.AppAttempt, info)
 	}
 	dao.Write(w, r, http.StatusOK, resp)
 }
@@ -966,7 +974,9 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 }
 
 // proxy sends a browser to the application's own UI once its AM names
-// one, and to the RM's application page before that.
+// one; once it ended, to the history its AM named when it unregistered
+// (a JobHistory or Spark History Server page), as YARN's proxy follows the
+// final tracking URL; to the RM's application page otherwise.
 func (h *handler) proxy(w http.ResponseWriter, r *http.Request) {
 	a, err := h.application(r)
 	if err != nil {
@@ -974,8 +984,15 @@ func (h *handler) proxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	target := "/cluster/app/" + a.ID.String()
-	if a.OriginalTrackingURL != "" && !a.State.Terminal() {
-		target = a.OriginalTrackingURL
+	switch {
+	case !a.State.Terminal():
+		if a.OriginalTrackingURL != "" {
+			target = a.OriginalTrackingURL
+		}
+	default:
+		if att := h.mgr.Snapshot().Attempt(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); att != nil && att.TrackingURL != "" {
+			target = att.TrackingURL
+		}
 	}
 	http.Redirect(w, r, target, http.StatusFound)
 }

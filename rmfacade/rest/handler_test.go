@@ -493,3 +493,92 @@ func TestRESTPending(t *testing.T) {
 		{name: "ui", method: "GET", path: "/cluster/scheduler", wantStatus: 200, wantText: []string{"<td>5 GB, 5 vcores</td>", `left:6.2%;width:31.2%`}},
 	})
 }
+
+// Each attempt names where its AM container ran and links its logs, a
+// failed attempt's too: that is where a user looks first.
+func TestRESTAttemptsNameTheirAMNode(t *testing.T) {
+	srv, mgr := newServer(t)
+	ctx := context.Background()
+	id := mgr.NewApplicationID()
+	if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: "default", MaxAttempts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := records.AttemptID{App: id, ID: 1}, records.AttemptID{App: id, ID: 2}
+	gib := records.Resource{MemoryMB: 1024, VCores: 1}
+	for _, step := range []func() error{
+		func() error { return mgr.AMLaunched(ctx, first, records.ContainerID{Attempt: first, ID: 1}) },
+		func() error {
+			return mgr.AMContainerPlaced(ctx, records.ContainerID{Attempt: first, ID: 1}, "n1:8041", "n1:8042", gib)
+		},
+		func() error { return mgr.AMExited(ctx, first, 1, "crashed") },
+		func() error { return mgr.AMLaunched(ctx, second, records.ContainerID{Attempt: second, ID: 1}) },
+		func() error {
+			return mgr.AMContainerPlaced(ctx, records.ContainerID{Attempt: second, ID: 1}, "n2:8041", "n2:8042", gib)
+		},
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := "/ws/v1/cluster/apps/" + id.String() + "/appattempts"
+	check(t, srv, []exchange{{name: "attempts", method: "GET", path: path, wantStatus: 200, wantJSON: map[string]string{
+		"appAttempts.appAttempt.0.appAttemptState": "FAILED",
+		"appAttempts.appAttempt.0.nodeId":          "n1:8041",
+		"appAttempts.appAttempt.0.nodeHttpAddress": "n1:8042",
+		"appAttempts.appAttempt.0.logsLink":        "http://n1:8042/node/containerlogs/" + records.ContainerID{Attempt: first, ID: 1}.String() + "/alice",
+		"appAttempts.appAttempt.1.nodeId":          "n2:8041",
+		"appAttempts.appAttempt.1.logsLink":        "http://n2:8042/node/containerlogs/" + records.ContainerID{Attempt: second, ID: 1}.String() + "/alice",
+	}}})
+}
+
+// The proxy sends a browser to a running AM's own UI, and once the
+// application ended to the history its AM named when it unregistered,
+// or to the RM's page when it named none.
+func TestRESTProxyFollowsTheAM(t *testing.T) {
+	srv, mgr := newServer(t)
+	ctx := context.Background()
+	start := func() records.AttemptID {
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: "default"}); err != nil {
+			t.Fatal(err)
+		}
+		at := records.AttemptID{App: id, ID: 1}
+		if err := mgr.AMLaunched(ctx, at, records.ContainerID{Attempt: at, ID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mgr.RegisterAM(ctx, at, "node", 1, "http://node:4040"); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	finish := func(at records.AttemptID, final string) {
+		if err := mgr.FinishAM(ctx, at, records.FinalSucceeded, "", final); err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.AMExited(ctx, at, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running, named, unnamed := start(), start(), start()
+	finish(named, "http://history:18080/history/app")
+	finish(unnamed, "")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		name string
+		at   records.AttemptID
+		want string
+	}{
+		{"running: the AM's UI", running, "http://node:4040"},
+		{"ended naming its history: the history", named, "http://history:18080/history/app"},
+		{"ended naming none: the RM's application page", unnamed, "/cluster/app/" + unnamed.App.String()},
+	} {
+		resp, err := noFollow.Get(srv.URL + "/proxy/" + tc.at.App.String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != tc.want {
+			t.Errorf("%s: %d to %q, want 302 to %q", tc.name, resp.StatusCode, got, tc.want)
+		}
+	}
+}
