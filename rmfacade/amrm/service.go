@@ -3,6 +3,7 @@ package amrm
 import (
 	"context"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,34 @@ type session struct {
 	// nodesFrom is the number of the first node change (nodeLog) the AM
 	// has yet to hear of.
 	nodesFrom uint64
+	// progress is what the AM last reported (math.Float32bits), kept in
+	// memory as YARN's RMAppAttempt keeps it: the next heartbeat after a
+	// restart tells it again. reported says whether it has.
+	progress atomic.Uint32
+	reported atomic.Bool
+}
+
+// Progress returns what the attempt's AM last reported of its progress
+// (0 to 1) in an allocate call to this incarnation, and whether it has.
+func (s *Service) Progress(id records.AttemptID) (float32, bool) {
+	sess := s.session(id)
+	if sess == nil || !sess.reported.Load() {
+		return 0, false
+	}
+	return math.Float32frombits(sess.progress.Load()), true
+}
+
+// clampProgress reads an AM's reported progress as YARN's
+// ApplicationMasterService does: NaN, infinite and negative values are
+// 0, values above 1 are 1.
+func clampProgress(p float32) float32 {
+	switch {
+	case math.IsNaN(float64(p)) || p < 0:
+		return 0
+	case p > 1:
+		return 1
+	}
+	return p
 }
 
 // New returns the service.
@@ -274,6 +303,10 @@ func (s *Service) allocate(ctx context.Context, req *yarnpb.AllocateRequestProto
 	}
 	last := sess.last.head
 	sess.heard.Store(s.opts.Now().UnixNano())
+	if req.Progress != nil {
+		sess.progress.Store(math.Float32bits(clampProgress(req.GetProgress())))
+		sess.reported.Store(true)
+	}
 	switch req.GetResponseId() {
 	case last.GetResponseId() - 1:
 		return s.resend(id, sess.last) // a retry of the request last answered

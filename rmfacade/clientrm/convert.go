@@ -63,9 +63,10 @@ func orNA(s string) string {
 // appReport renders an application as YARN's ApplicationReport.
 // proxyBase is the RM web address's proxy prefix, where a managed AM's
 // tracking URL points.
+// progress is its AM's last report (Service.progressOf);
 // queuePath is the full path of the application's queue (rm.Manager.QueuePath),
 // u what its containers hold and held.
-func appReport(a *records.Application, queuePath string, u records.Usage, proxyBase string) *yarnpb.ApplicationReportProto {
+func appReport(a *records.Application, progress float32, queuePath string, u records.Usage, proxyBase string) *yarnpb.ApplicationReportProto {
 	rpcPort := a.RPCPort
 	if a.Host == "" {
 		rpcPort = -1
@@ -77,7 +78,7 @@ func appReport(a *records.Application, queuePath string, u records.Usage, proxyB
 		Diagnostics: proto.String(a.Diagnostics), StartTime: proto.Int64(a.StartTime), FinishTime: proto.Int64(a.FinishTime),
 		LaunchTime: proto.Int64(a.LaunchTime), SubmitTime: proto.Int64(a.SubmitTime),
 		FinalApplicationStatus: finalStatusProto(a.FinalStatus), OriginalTrackingUrl: proto.String(orNA(a.OriginalTrackingURL)),
-		Progress: proto.Float32(a.Progress), ApplicationType: proto.String(a.Type), ApplicationTags: a.Tags,
+		Progress: proto.Float32(progress), ApplicationType: proto.String(a.Type), ApplicationTags: a.Tags,
 		UnmanagedApplication: proto.Bool(a.UnmanagedAM), Priority: &yarnpb.PriorityProto{Priority: proto.Int32(a.Priority)},
 		LogAggregationStatus: yarnpb.LogAggregationStatusProto_LOG_DISABLED.Enum(),
 		AppResource_Usage: &yarnpb.ApplicationResourceUsageReportProto{
@@ -165,7 +166,7 @@ func (s *Service) queueInfo(snap *state.Snapshot, q *records.Queue, withApps, wi
 	}
 	if withApps {
 		for _, a := range apps {
-			info.Applications = append(info.Applications, appReport(a, q.Path, s.usage(snap, a), s.proxyBase))
+			info.Applications = append(info.Applications, appReport(a, s.progressOf(a), q.Path, s.usage(snap, a), s.proxyBase))
 		}
 	}
 	if withChildren {

@@ -27,9 +27,34 @@ func TestReportTrackingURL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.app.ID = id
-			if got := appReport(&tc.app, "root.default", records.Usage{}, proxy).GetTrackingUrl(); got != tc.want {
+			if got := appReport(&tc.app, 0, "root.default", records.Usage{}, proxy).GetTrackingUrl(); got != tc.want {
 				t.Errorf("tracking URL %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A running application's reported progress is its AM's last report; an
+// application whose AM has not reported, or unregistered, or ended, its
+// record's.
+func TestReportProgress(t *testing.T) {
+	id := records.ApplicationID{ClusterTimestamp: 1, ID: 7}
+	at := records.AttemptID{App: id, ID: 1}
+	s := &Service{progress: func(a records.AttemptID) (float32, bool) { return 0.3, a == at }}
+	tests := []struct {
+		name string
+		app  records.Application
+		want float32
+	}{
+		{"running, its AM reporting", records.Application{State: records.AppRunning, CurrentAttempt: 1, FinalStatus: records.FinalUndefined}, 0.3},
+		{"running, another attempt's AM silent", records.Application{State: records.AppRunning, CurrentAttempt: 2, FinalStatus: records.FinalUndefined, Progress: 0.1}, 0.1},
+		{"unregistered, its container not yet exited", records.Application{State: records.AppRunning, CurrentAttempt: 1, FinalStatus: records.FinalSucceeded, Progress: 1}, 1},
+		{"finished", records.Application{State: records.AppFinished, CurrentAttempt: 1, FinalStatus: records.FinalSucceeded, Progress: 1}, 1},
+	}
+	for _, tc := range tests {
+		tc.app.ID = id
+		if got := s.progressOf(&tc.app); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -34,6 +34,11 @@ type Options struct {
 	// AMTokens issues AMRMTokens, which the owner of an unmanaged AM gets
 	// in its application report.
 	AMTokens AMTokenIssuer
+	// Progress, when set, gives what an attempt's AM last reported of its
+	// progress: the AMs' reports are not in the state store (the AM
+	// service keeps them, as YARN's RMAppAttempt does), so without it a
+	// running application's progress is what its record last said.
+	Progress func(records.AttemptID) (float32, bool)
 	Logger   *slog.Logger
 }
 
@@ -48,6 +53,7 @@ type Service struct {
 	tokens    *DelegationTokens
 	amTokens  AMTokenIssuer
 	proxyBase string
+	progress  func(records.AttemptID) (float32, bool)
 	log       *slog.Logger
 }
 
@@ -56,7 +62,19 @@ func New(mgr rm.ClientService, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{mgr: mgr, tokens: opts.Tokens, amTokens: opts.AMTokens, proxyBase: "http://" + opts.WebAddr + "/proxy/", log: opts.Logger}
+	return &Service{mgr: mgr, tokens: opts.Tokens, amTokens: opts.AMTokens, proxyBase: "http://" + opts.WebAddr + "/proxy/",
+		progress: opts.Progress, log: opts.Logger}
+}
+
+// progressOf is an application's progress: what its running AM last
+// reported, else its record's (1 once its AM unregistered).
+func (s *Service) progressOf(a *records.Application) float32 {
+	if s.progress != nil && a.State == records.AppRunning && a.FinalStatus == records.FinalUndefined {
+		if p, ok := s.progress(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); ok {
+			return p
+		}
+	}
+	return a.Progress
 }
 
 // Service returns the ipc registration of every method.
@@ -161,7 +179,7 @@ func (s *Service) getApplicationReport(ctx context.Context, req *yarnpb.GetAppli
 	if err != nil {
 		return nil, err
 	}
-	report := appReport(a, s.mgr.QueuePath(a.Queue), s.usage(s.mgr.Snapshot(), a), s.proxyBase)
+	report := appReport(a, s.progressOf(a), s.mgr.QueuePath(a.Queue), s.usage(s.mgr.Snapshot(), a), s.proxyBase)
 	// The owner of an unmanaged AM runs it itself, so it gets the AMRMToken
 	// here while the attempt waits for it (LAUNCHED), as in YARN.
 	if a.UnmanagedAM && s.amTokens != nil && user(ctx) == a.User {
@@ -201,7 +219,7 @@ func (s *Service) getApplications(ctx context.Context, req *yarnpb.GetApplicatio
 	resp := &yarnpb.GetApplicationsResponseProto{}
 	snap := s.mgr.Snapshot()
 	for _, a := range snap.Applications(f) {
-		resp.Applications = append(resp.Applications, appReport(a, s.mgr.QueuePath(a.Queue), s.usage(snap, a), s.proxyBase))
+		resp.Applications = append(resp.Applications, appReport(a, s.progressOf(a), s.mgr.QueuePath(a.Queue), s.usage(snap, a), s.proxyBase))
 	}
 	return resp, nil
 }

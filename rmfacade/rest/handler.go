@@ -50,6 +50,10 @@ type Options struct {
 	// without it a queue's pending resources are only the AM containers
 	// its ACCEPTED applications wait for.
 	Asks func(attempt records.AttemptID) (containers int, resources records.Resource)
+	// Progress, when set, gives what an attempt's AM last reported of its
+	// progress (0 to 1), kept in memory by the AM service as YARN keeps
+	// it; without it a running application's progress is its record's.
+	Progress func(attempt records.AttemptID) (float32, bool)
 }
 
 // Applications is what the REST API and the web UI read and change: what
@@ -551,6 +555,11 @@ func (h *handler) fillAppInfo(v *appView, a *records.Application, info *dao.AppI
 		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM,
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
+	if h.opts.Progress != nil && a.State == records.AppRunning && a.FinalStatus == records.FinalUndefined {
+		if p, ok := h.opts.Progress(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); ok {
+			info.Progress = dao.Float32(p * 100)
+		}
+	}
 	containers := v.containersOf(a.ID)
 	u := records.UsageOf(containers, v.nowMs)
 	info.RunningContainers, info.AllocatedMB, info.AllocatedVCores = u.Containers, u.Allocated.MemoryMB, int64(u.Allocated.VCores)

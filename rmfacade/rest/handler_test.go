@@ -23,6 +23,12 @@ import (
 
 func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
 	t.Helper()
+	return newServerWith(t, Options{})
+}
+
+// newServerWith is newServer with the handler's options.
+func newServerWith(t *testing.T, opts Options) (*httptest.Server, *rm.Manager) {
+	t.Helper()
 	st, err := state.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,8 @@ func newServer(t *testing.T) (*httptest.Server, *rm.Manager) {
 		Utilization: &records.NodeUtilization{PhysicalMemoryMB: 3072, CPU: 1.5, ContainersPhysicalMemoryMB: 1024, ContainersVCores: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(mgr, Options{Logger: quiet}))
+	opts.Logger = quiet
+	srv := httptest.NewServer(NewHandler(mgr, opts))
 	t.Cleanup(func() { srv.Close(); st.Close() })
 	return srv, mgr
 }
@@ -581,4 +588,40 @@ func TestRESTProxyFollowsTheAM(t *testing.T) {
 			t.Errorf("%s: %d to %q, want 302 to %q", tc.name, resp.StatusCode, got, tc.want)
 		}
 	}
+}
+
+// A running application's progress is what its AM last reported in an
+// allocate (kept by the AM service, not the store), in percent; one
+// whose AM has not reported, or that unregistered, shows its record's.
+func TestRESTProgressIsTheAMsReport(t *testing.T) {
+	reported := map[records.AttemptID]float32{}
+	srv, mgr := newServerWith(t, Options{Progress: func(at records.AttemptID) (float32, bool) {
+		p, ok := reported[at]
+		return p, ok
+	}})
+	ctx := context.Background()
+	start := func() records.AttemptID {
+		id := mgr.NewApplicationID()
+		if err := mgr.Submit(ctx, rm.Submission{ID: id, User: "alice", Queue: "default", UnmanagedAM: true}); err != nil {
+			t.Fatal(err)
+		}
+		at := records.AttemptID{App: id, ID: 1}
+		if _, err := mgr.RegisterAM(ctx, at, "h", 1, ""); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	reporting, silent, done := start(), start(), start()
+	reported[reporting], reported[done] = 0.25, 0.5
+	if err := mgr.FinishAM(ctx, done, records.FinalSucceeded, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	check(t, srv, []exchange{
+		{name: "reporting", method: "GET", path: "/ws/v1/cluster/apps/" + reporting.App.String(), wantStatus: 200,
+			wantJSON: map[string]string{"app.progress": "25"}},
+		{name: "silent", method: "GET", path: "/ws/v1/cluster/apps/" + silent.App.String(), wantStatus: 200,
+			wantJSON: map[string]string{"app.progress": "0"}},
+		{name: "finished", method: "GET", path: "/ws/v1/cluster/apps/" + done.App.String(), wantStatus: 200,
+			wantJSON: map[string]string{"app.progress": "100"}},
+	})
 }

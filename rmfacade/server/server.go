@@ -423,17 +423,18 @@ func (s *Server) assembleCluster(amTokens *amrm.Tokens) error {
 // present their AMRMToken: SIMPLE is not accepted on 8030) and the web
 // handler over what the mode assembled.
 func (s *Server) serveProtocols(tokens *clientrm.DelegationTokens, amTokens *amrm.Tokens, nmKey []byte) error {
-	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(), Logger: s.cfg.Logger})
-	var err error
-	if s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service()); err != nil {
-		return err
-	}
 	amOpts := amrm.Options{Keys: nmtokens.New(nmKey), AMExpiry: s.cfg.AMExpiry, Logger: s.cfg.Logger}
 	if s.allocator != nil {
 		amOpts.Allocator = s.allocator
 	}
 	s.am = amrm.New(s.Manager, amOpts)
+	var err error
 	if s.amIPC, err = ipc.NewServer(ipc.Options{Name: "am-rm", Tokens: amTokens, Logger: s.cfg.Logger}, s.am.Service()); err != nil {
+		return err
+	}
+	svc := clientrm.New(s.Manager, clientrm.Options{Tokens: tokens, AMTokens: amTokens, WebAddr: s.lnWeb.Addr().String(),
+		Progress: s.am.Progress, Logger: s.cfg.Logger})
+	if s.ipc, err = ipc.NewServer(ipc.Options{Name: "client-rm", Simple: true, Tokens: tokens, Logger: s.cfg.Logger}, svc.Service()); err != nil {
 		return err
 	}
 	// The controllers' series (reconciles, errors, workqueue depth and
@@ -443,7 +444,8 @@ func (s *Server) serveProtocols(tokens *clientrm.DelegationTokens, amTokens *amr
 		metrics = firstWins{s.metrics, ctrlmetrics.Registry}
 	}
 	restOpts := rest.Options{Logger: s.cfg.Logger, WebAddr: s.lnWeb.Addr().String(),
-		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA}
+		Metrics: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), StateStore: s.stateStoreName(), HA: s.cfg.HA,
+		Progress: s.am.Progress}
 	if s.allocator != nil {
 		restOpts.Asks = s.allocator.Outstanding
 	}
