@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -408,14 +410,87 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(y.wordCounts(ctx, "/user/alice/wc-out")).To(Equal(want))
 	}, SpecTimeout(8*time.Minute))
 
-	It("runs an unmodified MapReduce job with a shuffle (pi 4 1000) and prints an estimate", func(ctx SpecContext) {
+	It("runs an unmodified MapReduce job with a shuffle (pi 4 1000) and prints an estimate; its progress, usage and attempt read as a real RM's", func(ctx SpecContext) {
+		// While it runs, REST shows what its AM reports of its progress.
+		type appInfo struct {
+			App struct {
+				State, FinalStatus, TrackingURL string
+				Progress                        float64
+				MemorySeconds, VcoreSeconds     int64
+				RunningContainers               int64
+			}
+		}
+		read := func(app string) (appInfo, error) {
+			var info appInfo
+			resp, err := http.Get("http://" + y.rm.WebAddr + "/ws/v1/cluster/apps/" + app)
+			if err != nil {
+				return info, err
+			}
+			defer resp.Body.Close()
+			return info, json.NewDecoder(resp.Body).Decode(&info)
+		}
+		var progressed atomic.Bool
+		watching, stopWatching := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for watching.Err() == nil {
+				if app := y.appByName("QuasiMonteCarlo"); app != "" {
+					if info, err := read(app); err == nil && info.App.State == "RUNNING" && info.App.Progress > 0 && info.App.Progress < 100 {
+						progressed.Store(true)
+					}
+				}
+				select {
+				case <-watching.Done():
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		}()
 		out := y.mapReduce(ctx, "QuasiMonteCarlo", "pi", "4", "1000")
+		stopWatching()
+		<-watched
 		// The reducer fetched the maps' output from the node's shuffle
 		// service and summed it: pi is estimated, as on a real cluster.
 		Expect(out).To(MatchRegexp(`Estimated value of Pi is 3\.1\d*`))
-		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", y.appByName("QuasiMonteCarlo"))
+		app := y.appByName("QuasiMonteCarlo")
+		status, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
+		Expect(progressed.Load()).To(BeTrue(), "REST never showed the running job's progress between 0 and 100")
+		// Over RPC as over REST, the tracking URL is the RM's proxy.
+		Expect(status).To(MatchRegexp(`Tracking-URL\s*:\s*http://` + regexp.QuoteMeta(y.rm.WebAddr) + `/proxy/` + app + `/`))
+		// Ended, it holds nothing: no container is left RUNNING, and its
+		// usage stays where it ended.
+		Eventually(func() string {
+			info, err := read(app)
+			if err != nil {
+				return err.Error()
+			}
+			return info.App.State
+		}).WithTimeout(time.Minute).Should(Equal("FINISHED"))
+		attempt := strings.Replace(app, "application_", "appattempt_", 1) + "_000001"
+		containers, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "container", "-list", attempt)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(containers).To(ContainSubstring("container_"))
+		Expect(containers).NotTo(ContainSubstring("RUNNING"))
+		first, err := read(app)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first.App.MemorySeconds).To(BeNumerically(">", 0))
+		time.Sleep(3 * time.Second)
+		second, err := read(app)
+		Expect(err).NotTo(HaveOccurred())
+		Expect([]int64{second.App.MemorySeconds, second.App.VcoreSeconds}).To(Equal([]int64{first.App.MemorySeconds, first.App.VcoreSeconds}),
+			"usage still growing after the end")
+		// Its attempt names where its AM ran and links its logs.
+		var attempts struct {
+			AppAttempts struct {
+				AppAttempt []struct{ NodeID, NodeHTTPAddress, LogsLink string }
+			}
+		}
+		getJSON("http://"+y.rm.WebAddr+"/ws/v1/cluster/apps/"+app+"/appattempts", &attempts)
+		Expect(attempts.AppAttempts.AppAttempt).To(HaveLen(1))
+		Expect(attempts.AppAttempts.AppAttempt[0].NodeID).NotTo(BeEmpty())
+		Expect(attempts.AppAttempts.AppAttempt[0].LogsLink).To(ContainSubstring("/node/containerlogs/container_"))
 	}, SpecTimeout(6*time.Minute))
 
 	sparkSpecs(func() *yarnOnKube { return y })
