@@ -96,6 +96,11 @@ func appReport(a *records.Application, progress float32, queuePath string, u rec
 	if a.UnmanagedAM {
 		r.TrackingUrl = proto.String(orNA(a.TrackingURL))
 	}
+	// Once its AM unregistered, the original tracking URL is the final
+	// one it gave (the history), as RMAppAttemptImpl resets it then.
+	if a.FinalStatus != records.FinalUndefined && a.FinalStatus != "" {
+		r.OriginalTrackingUrl = proto.String(orNA(a.TrackingURL))
+	}
 	return r
 }
 

@@ -19,7 +19,7 @@ func TestReportTrackingURL(t *testing.T) {
 	}{
 		{"a managed AM that has not registered", records.Application{State: records.AppAccepted}, proxy + id.String() + "/"},
 		{"a managed AM running its own UI", records.Application{State: records.AppRunning, TrackingURL: "http://node:4040"}, proxy + id.String() + "/"},
-		{"a managed AM that finished naming its history", records.Application{State: records.AppFinished, TrackingURL: "http://jhs:19888/jobhistory/job/job_1_0007"},
+		{"a managed AM that finished naming its history", records.Application{State: records.AppFinished, FinalStatus: records.FinalSucceeded, TrackingURL: "http://jhs:19888/jobhistory/job/job_1_0007"},
 			proxy + id.String() + "/"},
 		{"an unmanaged AM with its own UI", records.Application{State: records.AppRunning, UnmanagedAM: true, TrackingURL: "http://client:8080"}, "http://client:8080"},
 		{"an unmanaged AM with none", records.Application{State: records.AppRunning, UnmanagedAM: true}, "N/A"},
@@ -29,6 +29,11 @@ func TestReportTrackingURL(t *testing.T) {
 			tc.app.ID = id
 			if got := appReport(&tc.app, 0, "root.default", records.Usage{}, proxy).GetTrackingUrl(); got != tc.want {
 				t.Errorf("tracking URL %q, want %q", got, tc.want)
+			}
+			if tc.app.State == records.AppFinished {
+				if got := appReport(&tc.app, 0, "root.default", records.Usage{}, proxy).GetOriginalTrackingUrl(); got != tc.app.TrackingURL {
+					t.Errorf("original tracking URL %q, want the history its AM named, %q", got, tc.app.TrackingURL)
+				}
 			}
 		})
 	}
