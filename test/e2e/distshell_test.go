@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -457,8 +456,6 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 		Expect(err).NotTo(HaveOccurred(), errOut)
 		Expect(status).To(MatchRegexp(`Final-State\s*:\s*SUCCEEDED`))
 		Expect(progressed.Load()).To(BeTrue(), "REST never showed the running job's progress between 0 and 100")
-		// Over RPC as over REST, the tracking URL is the RM's proxy.
-		Expect(status).To(MatchRegexp(`Tracking-URL\s*:\s*http://` + regexp.QuoteMeta(y.rm.WebAddr) + `/proxy/` + app + `/`))
 		// Ended, it holds nothing: no container is left RUNNING, and its
 		// usage stays where it ended.
 		Eventually(func() string {
@@ -468,6 +465,15 @@ var _ = Describe("YARN applications on Weft and a local cluster", Ordered, func(
 			}
 			return info.App.State
 		}).WithTimeout(time.Minute).Should(Equal("FINISHED"))
+		// The CLI's Tracking-URL (the report's original tracking URL) is
+		// the history the AM named when it unregistered; the report's
+		// tracking URL, as REST's, the RM's proxy.
+		status, errOut, err = y.dist.Yarn(ctx, y.conf, "alice", "application", "-status", app)
+		Expect(err).NotTo(HaveOccurred(), errOut)
+		Expect(status).To(MatchRegexp(`Tracking-URL\s*:\s*\S*/jobhistory/job/job_`))
+		done, err := read(app)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(done.App.TrackingURL).To(Equal("http://" + y.rm.WebAddr + "/proxy/" + app + "/"))
 		attempt := strings.Replace(app, "application_", "appattempt_", 1) + "_000001"
 		containers, errOut, err := y.dist.Yarn(ctx, y.conf, "alice", "container", "-list", attempt)
 		Expect(err).NotTo(HaveOccurred(), errOut)
