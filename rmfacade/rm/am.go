@@ -107,7 +107,7 @@ func (m *Manager) FinishAM(ctx context.Context, id records.AttemptID, final reco
 		a.State, a.FinalStatus, a.FinishTime, a.Diagnostics, a.Progress = records.AppFinished, final, now, diagnostics, 1
 		if !a.UnmanagedAM {
 			t.State, a.State, a.FinishTime = records.AttemptFinishing, records.AppRunning, 0
-		} else if err := endContainers(w, id, now, records.ExitSuccess, "", false); err != nil {
+		} else if err := endApplicationContainers(w, &a, records.ExitSuccess, ""); err != nil {
 			return err
 		}
 		if trackingURL != "" {
@@ -245,7 +245,7 @@ func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag stri
 		if err := w.PutAttempt(&t); err != nil {
 			return f, true, err
 		}
-		if err := endContainers(w, id, now, amExit(exitCode), diag, false); err != nil {
+		if err := endApplicationContainers(w, &a, amExit(exitCode), diag); err != nil {
 			return f, true, err
 		}
 		return f, true, w.PutApplication(&a)
@@ -257,11 +257,10 @@ func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag stri
 	if counts {
 		a.FailedAttempts++
 	}
-	retry := a.FailedAttempts < a.MaxAttempts
-	if err := endContainers(w, id, now, amExit(exitCode), diag, retry && a.KeepContainers); err != nil {
-		return f, true, err
-	}
-	if retry {
+	if a.FailedAttempts < a.MaxAttempts {
+		if err := endContainers(w, id, now, amExit(exitCode), diag, a.KeepContainers); err != nil {
+			return f, true, err
+		}
 		f.retried = true
 		next := &records.Attempt{ID: records.AttemptID{App: a.ID, ID: id.ID + 1}, State: records.AttemptScheduled,
 			FinalStatus: records.FinalUndefined, StartTime: now}
@@ -279,5 +278,9 @@ func failAttemptIn(w *state.WriteTxn, now int64, id records.AttemptID, diag stri
 	}
 	a.State, a.FinalStatus, a.FinishTime = records.AppFailed, records.FinalFailed, now
 	a.Diagnostics = fmt.Sprintf("Application %s failed %d times due to %s\nFailing the application.", a.ID, a.MaxAttempts, diag)
+	// Earlier attempts' containers kept across attempts end with it too.
+	if err := endApplicationContainers(w, &a, amExit(exitCode), diag); err != nil {
+		return f, true, err
+	}
 	return f, true, w.PutApplication(&a)
 }

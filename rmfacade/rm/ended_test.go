@@ -173,3 +173,48 @@ func TestRecoverEndsContainersOfEndedApplications(t *testing.T) {
 		t.Errorf("after a start: %s, finished at %d; want COMPLETE at the application's end %d", c.State, c.FinishTime, ended)
 	}
 }
+
+// Containers an application kept across a failed attempt end when the
+// application does, with its last attempt.
+func TestKeptContainersEndWithTheApplication(t *testing.T) {
+	ctx := context.Background()
+	m, _ := newManager(t, t.TempDir())
+	if err := m.PutNode(&records.Node{ID: "n1:8041", Host: "n1", State: records.NodeRunning,
+		Capability: records.Resource{MemoryMB: 64 << 10, VCores: 64}}); err != nil {
+		t.Fatal(err)
+	}
+	id := m.NewApplicationID()
+	if err := m.Submit(ctx, Submission{ID: id, User: "bob", Queue: "default", MaxAttempts: 2, KeepContainers: true}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := records.AttemptID{App: id, ID: 1}, records.AttemptID{App: id, ID: 2}
+	if err := m.AMLaunched(ctx, first, records.ContainerID{Attempt: first, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RegisterAM(ctx, first, "h", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := m.AllocateContainers(ctx, first, []Grant{{Node: "n1:8041", Resource: records.Resource{MemoryMB: 1024, VCores: 1}, Queue: "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AMExited(ctx, first, 1, "crashed"); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Snapshot().Container(kept[0].ID); c.State == records.ContainerComplete {
+		t.Fatal("the kept container ended with the first attempt")
+	}
+	if err := m.AMLaunched(ctx, second, records.ContainerID{Attempt: second, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AMExited(ctx, second, 1, "crashed again"); err != nil {
+		t.Fatal(err)
+	}
+	snap := m.Snapshot()
+	if a := snap.Application(id); a.State != records.AppFailed {
+		t.Fatalf("application %s", a.State)
+	}
+	if c := snap.Container(kept[0].ID); c.State != records.ContainerComplete || c.Diagnostics != CompletedApplicationDiagnostics {
+		t.Errorf("the kept container: %s %q, want it ended with the application", c.State, c.Diagnostics)
+	}
+}
