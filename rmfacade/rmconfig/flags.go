@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/weft-sh/weft/quota"
 )
@@ -37,25 +37,17 @@ func Parse(fs *flag.FlagSet, args []string) (*Configuration, error) {
 }
 
 // configFile finds --config's value in args before they are parsed, so
-// that the file's values can be the flags' defaults.
+// that the file's values can be the flags' defaults: by parsing args once
+// with every flag registered (on a configuration thrown away), so that a
+// flag's value is never taken for the end of the flags. Errors are left
+// to the real parse.
 func configFile(args []string) string {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			return "" // flags end here, as flag.Parse ends them
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name != ConfigFlag {
-			continue
-		}
-		if hasValue {
-			return value
-		}
-		if i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
+	probe := flag.NewFlagSet("", flag.ContinueOnError)
+	probe.SetOutput(io.Discard)
+	file := probe.String(ConfigFlag, "", "")
+	Default().AddFlags(probe)
+	_ = probe.Parse(args)
+	return *file
 }
 
 // AddFlags registers weft-rm's flags on fs, each filling its field of c,

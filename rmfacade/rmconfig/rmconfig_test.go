@@ -83,7 +83,11 @@ queues:
   - {path: root, capacity: 100}
   - {path: root.etl, capacity: 100, submitACL: "*"}
 `)
-	for _, args := range [][]string{{"--config", file, "--nm-port", "9042", "--host-path", "/opt/hadoop"}, {"-config=" + file, "-nm-port=9042", "-host-path=/opt/hadoop"}} {
+	for _, args := range [][]string{
+		{"--config", file, "--nm-port", "9042", "--host-path", "/opt/hadoop"},
+		{"-config=" + file, "-nm-port=9042", "-host-path=/opt/hadoop"},
+		{"--nm-port", "9042", "--config", file, "--host-path", "/opt/hadoop"},
+	} {
 		c, err := parse(t, args...)
 		if err != nil {
 			t.Fatal(err)
