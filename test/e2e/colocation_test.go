@@ -162,10 +162,16 @@ done`
 	})
 
 	It("gives CPU back to online work within 2 s by shrinking the box, killing nothing, and the job still succeeds", func(ctx SpecContext) {
-		job := y.sleepJob(ctx, "-m", "2", "-r", "0", "-mt", "25000")
+		job := y.sleepJob(ctx, "-m", "2", "-r", "0", "-mt", "40000")
 		app := job.waitRunning(ctx, y, 3)
-		before := readInt(filepath.Join(boxCPU, "cpu.cfs_quota_us"))
-		Expect(before).To(BeNumerically(">=", 50000))
+		// The JVMs that start on the machine beside the job (its client's,
+		// the CLI's) are online work to the agent, held at their peak for
+		// its window: the box is lent back whole once that passes.
+		var before int64
+		Eventually(func() int64 {
+			before = readInt(filepath.Join(boxCPU, "cpu.cfs_quota_us"))
+			return before
+		}).WithTimeout(20 * time.Second).WithPolling(250 * time.Millisecond).Should(BeNumerically(">=", 50000))
 
 		online := onlinePodCgroup(ctx, cluster, onlineNS, "cpuacct")
 		usage0, t0 := readInt(filepath.Join(online, "cpuacct.usage")), time.Now()
