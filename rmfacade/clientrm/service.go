@@ -69,7 +69,7 @@ func New(mgr rm.ClientService, opts Options) *Service {
 // progressOf is an application's progress: what its running AM last
 // reported, else its record's (1 once its AM unregistered).
 func (s *Service) progressOf(a *records.Application) float32 {
-	if s.progress != nil && a.State == records.AppRunning && a.FinalStatus == records.FinalUndefined {
+	if s.progress != nil && a.AMReportsProgress() {
 		if p, ok := s.progress(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); ok {
 			return p
 		}

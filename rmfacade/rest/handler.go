@@ -555,7 +555,7 @@ func (h *handler) fillAppInfo(v *appView, a *records.Application, info *dao.AppI
 		LogAggregationStatus: "DISABLED", UnmanagedApplication: a.UnmanagedAM,
 		PreemptedResourceSecondsMap: dao.LongMap{{Key: "memory-mb", Value: 0}, {Key: "vcores", Value: 0}},
 		Timeouts:                    dao.UnlimitedLifetime()}
-	if h.opts.Progress != nil && a.State == records.AppRunning && a.FinalStatus == records.FinalUndefined {
+	if h.opts.Progress != nil && a.AMReportsProgress() {
 		if p, ok := h.opts.Progress(records.AttemptID{App: a.ID, ID: a.CurrentAttempt}); ok {
 			info.Progress = dao.Float32(p * 100)
 		}

@@ -146,6 +146,12 @@ type Application struct {
 // Key is the application's primary key in the store.
 func (a *Application) Key() string { return a.ID.String() }
 
+// AMReportsProgress reports whether its progress is its AM's to report:
+// the AM registered and has not unregistered (after, it is 1).
+func (a *Application) AMReportsProgress() bool {
+	return a.State == AppRunning && a.FinalStatus == FinalUndefined
+}
+
 // Attempt is one attempt at running an application's AM.
 type Attempt struct {
 	ID                  AttemptID    `json:"id"`
